@@ -1,0 +1,37 @@
+# lockplugin: `make test` is what CI runs (.ci/run starts the databases first).
+GO        ?= go
+TESTFLAGS ?= -race -count=1 -timeout 25m
+BENCHTIME ?= 1s
+
+.PHONY: test fmt-check vet unit conformance bench demo lint compose-up compose-down
+
+test: fmt-check vet unit conformance
+
+fmt-check:
+	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	cd tests && $(GO) vet ./...
+
+unit:
+	$(GO) test $(TESTFLAGS) ./...
+
+conformance:
+	cd tests && $(GO) test $(TESTFLAGS) ./...
+
+lint: fmt-check vet
+
+# Every benchmark of tests/, written up in BENCHMARKS.md.
+bench:
+	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -out ../BENCHMARKS.md
+
+# lockcheck on an embedded SQLite file in a temp directory: nothing to install.
+demo:
+	cd tests && $(GO) run ./cmd/lockcheck
+
+compose-up:
+	docker compose up -d
+
+compose-down:
+	docker compose down -v

@@ -1,0 +1,139 @@
+package dialects
+
+import "fmt"
+
+// Feature names one thing a database may or may not be able to do. Feature
+// values appear in error messages, so they read as SQL or as a mechanism.
+type Feature string
+
+// Row-lock features.
+const (
+	ForUpdate      Feature = "FOR UPDATE"
+	ForShare       Feature = "FOR SHARE"
+	ForNoKeyUpdate Feature = "FOR NO KEY UPDATE"
+	ForKeyShare    Feature = "FOR KEY SHARE"
+	NoWait         Feature = "NOWAIT"
+	SkipLocked     Feature = "SKIP LOCKED"
+	LockOf         Feature = "FOR UPDATE OF"
+)
+
+// Mechanism features.
+const (
+	// AdvisoryLock is a session-scoped named lock held by the database.
+	AdvisoryLock Feature = "advisory lock"
+	// AdvisoryXactLock is a transaction-scoped named lock.
+	AdvisoryXactLock Feature = "transaction-scoped advisory lock"
+	// CapacityHolds is the holds package's lock-count-insert transaction.
+	CapacityHolds Feature = "capacity holds"
+	// LeaseTable is the lease table store (lease/sqlstore).
+	LeaseTable Feature = "lease table store"
+)
+
+// rule decides one feature for one database kind. A rule whose since is
+// non-nil applies only from that server version on; an unknown server
+// version never satisfies it.
+type rule struct {
+	kind    Kind
+	feature Feature
+	since   *[3]int
+	note    string
+}
+
+func from(major, minor, patch int) *[3]int { return &[3]int{major, minor, patch} }
+
+// rules is the capability matrix: the one place that says what each
+// database can do. A (kind, feature) pair without a rule is unsupported.
+// README.md's tables are generated from it (see Matrix) and a test in
+// tests/ fails when they drift apart.
+var rules = []rule{
+	{kind: Postgres, feature: ForUpdate},
+	{kind: Postgres, feature: ForShare},
+	{kind: Postgres, feature: ForNoKeyUpdate},
+	{kind: Postgres, feature: ForKeyShare},
+	{kind: Postgres, feature: NoWait},
+	{kind: Postgres, feature: SkipLocked},
+	{kind: Postgres, feature: LockOf},
+	{kind: Postgres, feature: AdvisoryLock},
+	{kind: Postgres, feature: AdvisoryXactLock},
+	{kind: Postgres, feature: CapacityHolds},
+	{kind: Postgres, feature: LeaseTable},
+
+	{kind: MySQL, feature: ForUpdate},
+	{kind: MySQL, feature: ForShare, note: "LOCK IN SHARE MODE before 8.0.1"},
+	{kind: MySQL, feature: NoWait, since: from(8, 0, 1)},
+	{kind: MySQL, feature: SkipLocked, since: from(8, 0, 1)},
+	{kind: MySQL, feature: LockOf, since: from(8, 0, 1)},
+	{kind: MySQL, feature: AdvisoryLock},
+	{kind: MySQL, feature: CapacityHolds},
+	{kind: MySQL, feature: LeaseTable},
+
+	{kind: MariaDB, feature: ForUpdate},
+	{kind: MariaDB, feature: ForShare, note: "LOCK IN SHARE MODE"},
+	{kind: MariaDB, feature: NoWait, since: from(10, 3, 0)},
+	{kind: MariaDB, feature: SkipLocked, since: from(10, 6, 0)},
+	{kind: MariaDB, feature: AdvisoryLock},
+	{kind: MariaDB, feature: CapacityHolds},
+	{kind: MariaDB, feature: LeaseTable},
+
+	{kind: SQLServer, feature: ForUpdate, note: "WITH (UPDLOCK, ROWLOCK)"},
+	{kind: SQLServer, feature: ForShare, note: "WITH (HOLDLOCK, ROWLOCK)"},
+	{kind: SQLServer, feature: NoWait, note: "NOWAIT table hint"},
+	{kind: SQLServer, feature: SkipLocked, note: "READPAST table hint"},
+	{kind: SQLServer, feature: LockOf, note: "hints only on the named tables"},
+	{kind: SQLServer, feature: AdvisoryLock},
+	{kind: SQLServer, feature: AdvisoryXactLock},
+	{kind: SQLServer, feature: CapacityHolds},
+	{kind: SQLServer, feature: LeaseTable, note: "table created by the user (sqlstore.CreateTableSQL)"},
+
+	{kind: Oracle, feature: ForUpdate},
+	{kind: Oracle, feature: NoWait},
+	{kind: Oracle, feature: SkipLocked},
+	{kind: Oracle, feature: AdvisoryLock, note: "needs EXECUTE on DBMS_LOCK"},
+	{kind: Oracle, feature: LeaseTable, note: "table created by the user (sqlstore.CreateTableSQL)"},
+
+	{kind: SQLite, feature: CapacityHolds, note: "writer lock taken up front"},
+	{kind: SQLite, feature: LeaseTable},
+}
+
+// Supports reports whether the database can do f. Version-dependent
+// features are decided from the server version the dialector reported; an
+// unreported version supports none of them.
+func (d Dialect) Supports(f Feature) bool {
+	r, ok := d.rule(f)
+	if !ok {
+		return false
+	}
+	return r.since == nil || d.AtLeast(r.since[0], r.since[1], r.since[2])
+}
+
+func (d Dialect) rule(f Feature) (rule, bool) {
+	for _, r := range rules {
+		if r.kind == d.Kind && r.feature == f {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// Require returns nil when the database supports f, and otherwise an
+// *UnsupportedError naming the database and the feature, and saying why
+// when the answer depends on a version.
+func (d Dialect) Require(f Feature) error {
+	if d.Supports(f) {
+		return nil
+	}
+	e := &UnsupportedError{Dialect: d.String(), Feature: string(f)}
+	if r, ok := d.rule(f); ok && r.since != nil {
+		if d.VersionKnown() {
+			e.Reason = fmt.Sprintf("needs %s %d.%d.%d or later", kindLabel(d.Kind), r.since[0], r.since[1], r.since[2])
+		} else {
+			e.Reason = fmt.Sprintf("needs %s %d.%d.%d or later, and the dialector did not report the server version", kindLabel(d.Kind), r.since[0], r.since[1], r.since[2])
+		}
+	}
+	if d.Kind == Unknown {
+		e.Reason = "lockplugin does not know this dialect, and will not guess its syntax"
+	}
+	return e
+}
+
+func kindLabel(k Kind) string { return Dialect{Kind: k}.String() }

@@ -1,0 +1,22 @@
+package dialects
+
+// NowMillisSQL returns a SQL expression for the database server's current
+// time in milliseconds since the Unix epoch, as an integer. Expiry decisions
+// use it so that every application server agrees on one clock, the
+// database's, however far their own clocks drift. It returns "" for an
+// unknown dialect.
+func (d Dialect) NowMillisSQL() string {
+	switch d.Kind {
+	case Postgres:
+		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+	case MySQL, MariaDB:
+		return "CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000 AS SIGNED)"
+	case SQLServer:
+		return "DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())"
+	case Oracle:
+		return "(CAST(SYS_EXTRACT_UTC(SYSTIMESTAMP) AS DATE) - DATE '1970-01-01') * 86400000 + MOD(TRUNC(EXTRACT(SECOND FROM SYSTIMESTAMP) * 1000), 1000)"
+	case SQLite:
+		return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+	}
+	return ""
+}

@@ -1,0 +1,112 @@
+package dialects
+
+// Profile is one row of the capability matrix: a database at a
+// representative server version.
+type Profile struct {
+	// Label is the row's name in the README, e.g. "MariaDB 10.6+".
+	Label string
+	// Dialect is the database the row describes.
+	Dialect Dialect
+}
+
+// Profiles lists the matrix rows, in the README's order. The versions are
+// the lowest each row speaks for.
+func Profiles() []Profile {
+	return []Profile{
+		{"PostgreSQL", New("postgres", "")},
+		{"MySQL 8.0.1+", New("mysql", "8.0.1")},
+		{"MySQL 5.7", New("mysql", "5.7.44")},
+		{"MariaDB 10.6+", New("mysql", "10.6.0-MariaDB")},
+		{"MariaDB 10.3-10.5", New("mysql", "10.3.0-MariaDB")},
+		{"Oracle", New("oracle", "")},
+		{"SQL Server", New("sqlserver", "")},
+		{"SQLite", New("sqlite", "")},
+	}
+}
+
+// Table is a rendered matrix: a header row and one row per Profile.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// LockMatrix renders the row-lock matrix: what each database sends for each
+// lock feature, or "error" where lockplugin refuses it with ErrUnsupported.
+func LockMatrix() Table {
+	cols := []Feature{ForUpdate, ForShare, NoWait, SkipLocked, LockOf, ForNoKeyUpdate}
+	t := Table{Header: []string{""}}
+	for _, c := range cols {
+		t.Header = append(t.Header, string(c))
+	}
+	for _, p := range Profiles() {
+		row := []string{p.Label}
+		for _, c := range cols {
+			row = append(row, lockCell(p.Dialect, c))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func lockCell(d Dialect, f Feature) string {
+	if !d.Supports(f) {
+		return "error"
+	}
+	switch {
+	case d.Kind == SQLServer && f == LockOf:
+		return "hints on the named tables only"
+	case d.Kind == SQLServer:
+		return "`WITH (" + d.LockSQL(f) + ")`"
+	case f == NoWait || f == SkipLocked || f == LockOf:
+		return "yes"
+	}
+	return "`" + d.LockSQL(f) + "`"
+}
+
+// MechanismMatrix renders which mechanisms each database can run.
+func MechanismMatrix() Table {
+	cols := []Feature{AdvisoryLock, AdvisoryXactLock, LeaseTable, CapacityHolds}
+	t := Table{Header: []string{""}}
+	for _, c := range cols {
+		t.Header = append(t.Header, string(c))
+	}
+	for _, p := range Profiles() {
+		row := []string{p.Label}
+		for _, c := range cols {
+			cell := "error"
+			if p.Dialect.Supports(c) {
+				cell = "yes"
+				if r, _ := p.Dialect.rule(c); r.note != "" {
+					cell += " (" + r.note + ")"
+				}
+			}
+			row = append(row, cell)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// Markdown renders the table as a GitHub Markdown table.
+func (t Table) Markdown() string {
+	var b []byte
+	line := func(cells []string) {
+		b = append(b, '|')
+		for _, c := range cells {
+			b = append(b, ' ')
+			b = append(b, c...)
+			b = append(b, " |"...)
+		}
+		b = append(b, '\n')
+	}
+	line(t.Header)
+	sep := make([]string, len(t.Header))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	line(sep)
+	for _, r := range t.Rows {
+		line(r)
+	}
+	return string(b)
+}

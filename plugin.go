@@ -1,0 +1,64 @@
+// Package lockplugin is a GORM plugin that defends applications against lost
+// updates and double work: row locks rendered correctly for each database,
+// version columns that turn stale writes into errors, and, in its
+// subpackages, advisory locks, lease locks and capacity holds.
+//
+// Register it once:
+//
+//	db.Use(lockplugin.New())
+//
+// It never silently drops a lock it was asked for: where a database cannot
+// do what a query asks, the query fails with ErrUnsupported before any SQL is
+// sent.
+package lockplugin
+
+import (
+	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/version"
+)
+
+// PluginName is the name the plugin registers under in gorm.Config.Plugins.
+const PluginName = "lockplugin"
+
+// Plugin is the GORM plugin returned by New.
+type Plugin struct {
+	cfg config
+}
+
+type config struct {
+	allowOutsideTransaction bool
+}
+
+// Option configures the plugin.
+type Option func(*config)
+
+// AllowLocksOutsideTransaction turns off the ErrNotInTransaction check.
+// A locking read outside a transaction holds its locks only until the
+// statement ends, which protects nothing; use this only when transactions
+// are managed below GORM (for example with BEGIN sent through a pinned
+// connection).
+func AllowLocksOutsideTransaction() Option {
+	return func(c *config) { c.allowOutsideTransaction = true }
+}
+
+// New returns the plugin. Register it with db.Use.
+func New(opts ...Option) *Plugin {
+	p := &Plugin{}
+	for _, o := range opts {
+		o(&p.cfg)
+	}
+	return p
+}
+
+// Name returns "lockplugin".
+func (p *Plugin) Name() string { return PluginName }
+
+// Initialize registers the plugin's callbacks and clause builders on db.
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction}); err != nil {
+		return err
+	}
+	return version.Register(db)
+}
