@@ -34,7 +34,7 @@ type Table struct {
 // lock feature, or "error" where lockplugin refuses it with ErrUnsupported.
 func LockMatrix() Table {
 	cols := []Feature{ForUpdate, ForShare, NoWait, SkipLocked, LockOf, ForNoKeyUpdate}
-	t := Table{Header: []string{""}}
+	t := Table{Header: []string{"database"}}
 	for _, c := range cols {
 		t.Header = append(t.Header, string(c))
 	}
@@ -55,6 +55,8 @@ func lockCell(d Dialect, f Feature) string {
 	switch {
 	case d.Kind == SQLServer && f == LockOf:
 		return "hints on the named tables only"
+	case d.Kind == SQLServer && (f == NoWait || f == SkipLocked):
+		return "`" + d.LockSQL(f) + "` table hint"
 	case d.Kind == SQLServer:
 		return "`WITH (" + d.LockSQL(f) + ")`"
 	case f == NoWait || f == SkipLocked || f == LockOf:
@@ -66,7 +68,7 @@ func lockCell(d Dialect, f Feature) string {
 // MechanismMatrix renders which mechanisms each database can run.
 func MechanismMatrix() Table {
 	cols := []Feature{AdvisoryLock, AdvisoryXactLock, LeaseTable, CapacityHolds}
-	t := Table{Header: []string{""}}
+	t := Table{Header: []string{"database"}}
 	for _, c := range cols {
 		t.Header = append(t.Header, string(c))
 	}
@@ -77,7 +79,7 @@ func MechanismMatrix() Table {
 			if p.Dialect.Supports(c) {
 				cell = "yes"
 				if r, _ := p.Dialect.rule(c); r.note != "" {
-					cell += " (" + r.note + ")"
+					cell += ": " + r.note
 				}
 			}
 			row = append(row, cell)
