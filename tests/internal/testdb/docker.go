@@ -36,7 +36,9 @@ func startContainer(kind string) (string, error) {
 	switch kind {
 	case Postgres:
 		opts = dockertest.RunOptions{Repository: "postgres", Tag: "16", Env: []string{"POSTGRES_HOST_AUTH_METHOD=trust", "POSTGRES_DB=test"}}
-		dsn = func(p string) string { return "host=127.0.0.1 port=" + p + " user=postgres dbname=test sslmode=disable" }
+		dsn = func(p string) string {
+			return "host=127.0.0.1 port=" + p + " user=postgres dbname=test sslmode=disable"
+		}
 	case MySQL:
 		opts = dockertest.RunOptions{Repository: "mariadb", Tag: "11", Env: []string{"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD=1", "MARIADB_DATABASE=test"}}
 		dsn = func(p string) string { return "root:@tcp(127.0.0.1:" + p + ")/test?parseTime=true" }
