@@ -1,0 +1,97 @@
+// Package holds grants capacity holds: at most N holders of a resource at
+// once, even when many acquirers race for the last slot.
+//
+// A resource is any GORM model with a single-column primary key that says
+// how many holders it admits:
+//
+//	type Seat struct {
+//		ID       uint
+//		Capacity int
+//	}
+//
+//	func (s Seat) HoldCapacity() int { return s.Capacity }
+//
+// Acquire grants a hold while a slot is free and returns (nil, nil) when the
+// resource is full:
+//
+//	h, err := holds.Acquire(ctx, db, &seat, "user:42", holds.TTL(15*time.Minute))
+//	switch {
+//	case err != nil:
+//		return err
+//	case h == nil:
+//		return errSoldOut
+//	}
+//	defer holds.Release(ctx, db, h)
+//
+// # How a hold is granted
+//
+// Acquire runs one transaction that (1) locks the resource's own row, (2)
+// counts the resource's active holds, (3) compares the count with
+// HoldCapacity, and (4) inserts the hold or grants nothing. Every acquirer of
+// one resource queues on that row, so the count each one sees is final until
+// it commits. The hold rows are never locked: a locking read of the holds
+// finds an empty set when the resource has none, which on PostgreSQL locks
+// nothing at all, and on InnoDB it takes gap locks that make acquirers of
+// unrelated resources wait for each other. Locking the resource row costs
+// one row lock per resource, so acquirers of different resources never wait
+// for each other (except on SQLite, which has one writer per database).
+//
+// The row lock is taken with raw SQL, with the model's scopes dropped: a
+// soft-deleted resource still serialises its acquirers. The capacity is
+// asked of the row as read under the lock (fields that the database does not
+// store keep the values of the resource passed in), so a capacity change
+// committed by someone else is honoured.
+//
+//   - PostgreSQL, MySQL and MariaDB: SELECT ... WHERE pk = ? FOR UPDATE.
+//   - SQL Server: SELECT ... WITH (UPDLOCK, ROWLOCK) WHERE pk = ?.
+//   - SQLite has no row locks. Acquire first writes the resource's key back
+//     to itself (UPDATE res SET pk = pk WHERE pk = ?), which takes the
+//     database's writer lock before anything is read, so a stale read
+//     snapshot can never fail the transaction's upgrade with
+//     SQLITE_BUSY_SNAPSHOT. For real concurrency open SQLite with WAL, a busy
+//     timeout and immediate transactions, for example
+//     "file:app.db?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_txlock=immediate"
+//     (modernc.org/sqlite and github.com/glebarez/sqlite spelling).
+//
+// Oracle is not supported yet: Acquire returns an error matching
+// dialects.ErrUnsupported before sending any SQL.
+//
+// A transaction that fails with an error dialects.IsRetryable recognises (a
+// deadlock victim, a serialization failure, SQLite busy) is run again, up to
+// three times, and each replay reads the count afresh under a fresh lock, so
+// it may well grant nothing. After the third replay the error is returned.
+//
+// When db is already a transaction, Acquire runs inside it under a
+// savepoint, replays by rolling back to that savepoint, and never commits or
+// rolls back the caller's work. The hold, and the lock on the resource row,
+// then last until the caller's transaction ends. Note that MySQL and MariaDB
+// roll back the whole transaction of a deadlock victim: the savepoint is gone
+// with it, and Acquire returns the error for the caller to replay its own
+// transaction.
+//
+// # Active holds and the database clock
+//
+// A hold is active while it is neither released nor expired. Expiry is
+// judged by the database server's clock (the holds table stores times as
+// epoch milliseconds from that clock), so application servers whose clocks
+// disagree still agree on which holds count, and an expired hold frees its
+// slot without any sweeper. TTL sets an expiry; without it a hold lasts
+// until Release.
+//
+// A holder that already has an active hold on a resource gets that hold
+// back from Acquire instead of a second slot.
+//
+// # Reads
+//
+// Available, IsFull and ActiveFor take no locks and are true as of the
+// instant they ran: by the time the caller acts on them, someone else may
+// have taken the last slot. Acquire and handle nil; never check first and
+// then acquire.
+//
+// # The holds table
+//
+// Migrate creates the holds table (DefaultTable, or the name given with
+// Table) and the index the count uses. Released and expired holds stay in
+// the table as history; delete old ones with plain SQL when they are no
+// longer wanted.
+package holds

@@ -1,0 +1,93 @@
+package holds
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// DefaultTable is the holds table used when no Table option is given.
+const DefaultTable = "lockplugin_holds"
+
+// Option configures a call. TTL matters to Acquire only; Table to every
+// call.
+type Option func(*config)
+
+type config struct {
+	table    string
+	ttl      time.Duration
+	tableErr error
+}
+
+// TTL makes an acquired hold expire d after it is granted, by the database
+// clock; an expired hold stops counting without anyone releasing it. Zero
+// means no expiry (the default). A negative d makes Acquire fail with
+// ErrInvalid. Durations are kept in whole milliseconds, rounded up.
+func TTL(d time.Duration) Option {
+	return func(c *config) { c.ttl = d }
+}
+
+// Table names the holds table, DefaultTable by default: letters, digits and
+// underscores, at most 56 characters, optionally qualified by a schema
+// ("billing.holds"). Give Migrate and every call on the same holds the same
+// Table. A Hold from Acquire or ActiveFor remembers its table, so Release
+// and Extend need the option only for a Hold built by hand.
+func Table(name string) Option {
+	return func(c *config) {
+		if err := validTable(name); err != nil {
+			c.tableErr = err
+			return
+		}
+		c.table = name
+	}
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{table: DefaultTable}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.tableErr != nil {
+		return c, c.tableErr
+	}
+	if c.ttl < 0 {
+		return c, fmt.Errorf("%w: negative TTL %v", ErrInvalid, c.ttl)
+	}
+	return c, nil
+}
+
+// ttlMillis is the TTL in milliseconds, rounded up so that a positive TTL
+// never becomes "no expiry"; 0 means none.
+func ttlMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+var (
+	identRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,55}$`)
+	schemaIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+)
+
+// validTable accepts "table" and "schema.table" with plain identifiers; the
+// index name is the table name plus a 7-byte suffix, so the table part is
+// kept within the 63 bytes PostgreSQL allows an identifier.
+func validTable(name string) error {
+	schema, table := splitTable(name)
+	if !identRE.MatchString(table) || (schema != "" && !schemaIdent.MatchString(schema)) || (schema == "" && name != table) {
+		return fmt.Errorf("%w: holds table name %q (want letters, digits and underscores, at most 56, optionally schema-qualified)", ErrInvalid, name)
+	}
+	return nil
+}
+
+func splitTable(name string) (schema, table string) {
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] == '.' {
+			return name[:i], name[i+1:]
+		}
+	}
+	return "", name
+}

@@ -1,0 +1,111 @@
+package holds
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+)
+
+// Column sizes of the holds table.
+const (
+	maxKeyLen    = 191 // resource_type, resource_id
+	maxHolderLen = 255 // holder
+)
+
+// resource is a Holdable resolved against its GORM schema.
+type resource struct {
+	model Holdable
+	value reflect.Value // the struct the model points to
+	table string        // unquoted table name
+	key   string        // primary key column
+	pk    any           // primary key value, bound as it is
+	id    string        // primary key value as a string
+}
+
+// resolve finds a resource's table and primary key. The table is the
+// model's, or the one named with db.Table.
+func resolve(ctx context.Context, db *gorm.DB, model Holdable) (resource, error) {
+	rv := reflect.ValueOf(model)
+	if model == nil || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		return resource{}, fmt.Errorf("%w: nil resource", ErrInvalid)
+	}
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(model); err != nil {
+		return resource{}, fmt.Errorf("%w: resource %T is not a GORM model: %v", ErrInvalid, model, err)
+	}
+	sch := stmt.Schema
+	if len(sch.PrimaryFields) != 1 {
+		return resource{}, fmt.Errorf("%w: resource %T needs exactly one primary key column, it has %d", ErrInvalid, model, len(sch.PrimaryFields))
+	}
+	field := sch.PrimaryFields[0]
+	value := reflect.Indirect(rv)
+	pk, zero := field.ValueOf(ctx, value)
+	if zero {
+		return resource{}, fmt.Errorf("%w: resource %T has a zero primary key (%s): save it first", ErrInvalid, model, field.DBName)
+	}
+	table := sch.Table
+	if t := db.Statement.Table; t != "" {
+		if db.Statement.TableExpr != nil && db.Statement.TableExpr.SQL != db.Statement.Quote(t) {
+			return resource{}, fmt.Errorf("%w: db.Table(%q): name the resource table with a plain table name, or a model whose TableName has the schema", ErrInvalid, db.Statement.TableExpr.SQL)
+		}
+		table = t
+	}
+	id, err := keyString(pk)
+	if err != nil {
+		return resource{}, fmt.Errorf("%w: resource %T primary key: %v", ErrInvalid, model, err)
+	}
+	switch {
+	case table == "":
+		return resource{}, fmt.Errorf("%w: resource %T has no table name", ErrInvalid, model)
+	case len(table) > maxKeyLen:
+		return resource{}, fmt.Errorf("%w: resource table name %q is longer than %d bytes", ErrInvalid, table, maxKeyLen)
+	case len(id) > maxKeyLen:
+		return resource{}, fmt.Errorf("%w: resource %T primary key %q is longer than %d bytes", ErrInvalid, model, id, maxKeyLen)
+	}
+	return resource{model: model, value: value, table: table, key: field.DBName, pk: pk, id: id}, nil
+}
+
+// keyString is the string form of a primary key value, as stored in
+// resource_id: what the value's driver.Valuer gives (bytes in hex), else its
+// String, else fmt's default format.
+func keyString(v any) (string, error) {
+	if dv, ok := v.(driver.Valuer); ok {
+		x, err := dv.Value()
+		if err != nil {
+			return "", err
+		}
+		v = x
+	}
+	switch x := v.(type) {
+	case []byte:
+		return hex.EncodeToString(x), nil
+	case fmt.Stringer:
+		return x.String(), nil
+	}
+	return fmt.Sprint(v), nil
+}
+
+// fresh returns a copy of the resource to read its row into: columns the
+// database stores are overwritten, other fields keep the caller's values.
+func (r resource) fresh() any {
+	p := reflect.New(r.value.Type())
+	p.Elem().Set(r.value)
+	return p.Interface()
+}
+
+func checkHolder(holder string) error {
+	switch {
+	case holder == "":
+		return fmt.Errorf("%w: empty holder", ErrInvalid)
+	case len(holder) > maxHolderLen:
+		return fmt.Errorf("%w: holder is %d bytes, at most %d", ErrInvalid, len(holder), maxHolderLen)
+	case !utf8.ValidString(holder):
+		return fmt.Errorf("%w: holder is not valid UTF-8", ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package holds
+
+import (
+	"strings"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// savepointName is the savepoint Acquire sets inside a caller's transaction.
+const savepointName = "lockplugin_holds"
+
+// holdColumns are the holds table's columns in the order scanHold reads them.
+const holdColumns = "id, resource_type, resource_id, holder, created_at, expires_at, released_at"
+
+// statements renders the SQL of one holds table for one database. Every
+// statement binds its values with ?, which GORM turns into the database's
+// placeholder; identifiers are quoted by the dialect.
+type statements struct {
+	d     dialects.Dialect
+	table string // unquoted holds table, as configured
+	holds string // quoted holds table
+	now   string // the database clock, epoch milliseconds
+}
+
+func newStatements(d dialects.Dialect, table string) statements {
+	return statements{d: d, table: table, holds: quoteName(d, table), now: d.NowMillisSQL()}
+}
+
+// quoteName quotes a possibly schema-qualified name part by part.
+func quoteName(d dialects.Dialect, name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = d.QuoteIdent(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// active is the condition for a hold that counts: not released and not
+// expired by the database clock.
+func (s statements) active() string {
+	return "released_at IS NULL AND (expires_at IS NULL OR expires_at > " + s.now + ")"
+}
+
+// lockResource returns the statements that lock the resource's row and read
+// it back: the lock is "" where the read itself locks. The resource table
+// and key column are given unquoted.
+func (s statements) lockResource(table, key string) (lock, read string) {
+	t, k := quoteName(s.d, table), s.d.QuoteIdent(key)
+	switch s.d.Kind {
+	case dialects.SQLite:
+		// No row locks: writing the key back to itself takes the writer
+		// lock before anything is read.
+		return "UPDATE " + t + " SET " + k + " = " + k + " WHERE " + k + " = ?",
+			"SELECT * FROM " + t + " WHERE " + k + " = ?"
+	case dialects.SQLServer:
+		return "", "SELECT * FROM " + t + " WITH (" + s.d.LockSQL(dialects.ForUpdate) + ") WHERE " + k + " = ?"
+	}
+	return "", "SELECT * FROM " + t + " WHERE " + k + " = ? " + s.d.LockSQL(dialects.ForUpdate)
+}
+
+// count reads, without locking, the number of active holds of a resource,
+// the id of the given holder's active hold if any, and the database clock.
+// Arguments: holder, resource type, resource id.
+func (s statements) count() string {
+	return "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), " + s.now +
+		" FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
+}
+
+// countActive counts a resource's active holds. Arguments: resource type,
+// resource id.
+func (s statements) countActive() string {
+	return "SELECT COUNT(*) FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
+}
+
+// activeFor reads a holder's active hold. Arguments: resource type, resource
+// id, holder.
+func (s statements) activeFor() string {
+	return "SELECT " + holdColumns + " FROM " + s.holds +
+		" WHERE resource_type = ? AND resource_id = ? AND holder = ? AND " + s.active() + " ORDER BY id"
+}
+
+// byID reads one hold. Argument: id.
+func (s statements) byID() string {
+	return "SELECT " + holdColumns + " FROM " + s.holds + " WHERE id = ?"
+}
+
+// activeByID reads one hold if it is active. Argument: id.
+func (s statements) activeByID() string {
+	return "SELECT " + holdColumns + " FROM " + s.holds + " WHERE id = ? AND " + s.active()
+}
+
+// release marks a hold released unless it already is. Argument: id.
+func (s statements) release() string {
+	return "UPDATE " + s.holds + " SET released_at = " + s.now + " WHERE id = ? AND released_at IS NULL"
+}
+
+// extend moves an active hold's expiry to now + ttl. Arguments: ttl in
+// milliseconds, id.
+func (s statements) extend() string {
+	return "UPDATE " + s.holds + " SET expires_at = " + s.now + " + ? WHERE id = ? AND " + s.active()
+}
+
+// extendForever removes an active hold's expiry. Argument: id.
+func (s statements) extendForever() string {
+	return "UPDATE " + s.holds + " SET expires_at = NULL WHERE id = ? AND " + s.active()
+}
+
+// savepoint, rollbackTo and releaseSavepoint bracket an Acquire inside a
+// caller's transaction. SQL Server has no RELEASE: its savepoints end with
+// the transaction.
+func (s statements) savepoint() string {
+	if s.d.Kind == dialects.SQLServer {
+		return "SAVE TRANSACTION " + savepointName
+	}
+	return "SAVEPOINT " + savepointName
+}
+
+func (s statements) rollbackTo() string {
+	if s.d.Kind == dialects.SQLServer {
+		return "ROLLBACK TRANSACTION " + savepointName
+	}
+	return "ROLLBACK TO SAVEPOINT " + savepointName
+}
+
+func (s statements) releaseSavepoint() string {
+	if s.d.Kind == dialects.SQLServer {
+		return ""
+	}
+	return "RELEASE SAVEPOINT " + savepointName
+}
+
+// createTable returns the DDL that creates the holds table and the index the
+// count walks (resource, then the two columns that decide activity), each
+// statement safe to run again.
+func (s statements) createTable() []string {
+	_, bare := splitTable(s.table)
+	index := s.d.QuoteIdent(bare + "_active")
+	cols := "(resource_type, resource_id, released_at, expires_at)"
+	switch s.d.Kind {
+	case dialects.Postgres:
+		return []string{
+			"CREATE TABLE IF NOT EXISTS " + s.holds + " (" +
+				"id BIGSERIAL PRIMARY KEY, " +
+				"resource_type VARCHAR(191) NOT NULL, " +
+				"resource_id VARCHAR(191) NOT NULL, " +
+				"holder VARCHAR(255) NOT NULL, " +
+				"created_at BIGINT NOT NULL, " +
+				"expires_at BIGINT NULL, " +
+				"released_at BIGINT NULL)",
+			"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols,
+		}
+	case dialects.MySQL, dialects.MariaDB:
+		// Binary collation: holders and keys compare exactly, as they do on
+		// the other databases.
+		str := " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+		return []string{
+			"CREATE TABLE IF NOT EXISTS " + s.holds + " (" +
+				"id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, " +
+				"resource_type VARCHAR(191)" + str +
+				"resource_id VARCHAR(191)" + str +
+				"holder VARCHAR(255)" + str +
+				"created_at BIGINT NOT NULL, " +
+				"expires_at BIGINT NULL, " +
+				"released_at BIGINT NULL, " +
+				"INDEX " + index + " " + cols + ") ENGINE=InnoDB",
+		}
+	case dialects.SQLServer:
+		str := " COLLATE Latin1_General_100_BIN2 NOT NULL, "
+		return []string{
+			"IF OBJECT_ID(N'" + s.table + "', N'U') IS NULL CREATE TABLE " + s.holds + " (" +
+				"id BIGINT IDENTITY(1,1) NOT NULL PRIMARY KEY, " +
+				"resource_type NVARCHAR(191)" + str +
+				"resource_id NVARCHAR(191)" + str +
+				"holder NVARCHAR(255)" + str +
+				"created_at BIGINT NOT NULL, " +
+				"expires_at BIGINT NULL, " +
+				"released_at BIGINT NULL, " +
+				"INDEX " + index + " " + cols + ")",
+		}
+	case dialects.SQLite:
+		// AUTOINCREMENT: a deleted hold's id is never handed out again, so a
+		// stale Hold can never release someone else's.
+		return []string{
+			"CREATE TABLE IF NOT EXISTS " + s.holds + " (" +
+				"id INTEGER PRIMARY KEY AUTOINCREMENT, " +
+				"resource_type VARCHAR(191) NOT NULL, " +
+				"resource_id VARCHAR(191) NOT NULL, " +
+				"holder VARCHAR(255) NOT NULL, " +
+				"created_at BIGINT NOT NULL, " +
+				"expires_at BIGINT NULL, " +
+				"released_at BIGINT NULL)",
+			"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols,
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package holds
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+func stmts(name, version string) statements {
+	return newStatements(dialects.New(name, version), "app_holds")
+}
+
+func TestLockResourceSQL(t *testing.T) {
+	cases := []struct {
+		dialector, version string
+		lock, read         string
+	}{
+		{"postgres", "", "", `SELECT * FROM "seats" WHERE "id" = ? FOR UPDATE`},
+		{"mysql", "8.0.36", "", "SELECT * FROM `seats` WHERE `id` = ? FOR UPDATE"},
+		{"mysql", "10.11.6-MariaDB", "", "SELECT * FROM `seats` WHERE `id` = ? FOR UPDATE"},
+		{"sqlserver", "", "", "SELECT * FROM [seats] WITH (UPDLOCK, ROWLOCK) WHERE [id] = ?"},
+		{"sqlite", "", `UPDATE "seats" SET "id" = "id" WHERE "id" = ?`, `SELECT * FROM "seats" WHERE "id" = ?`},
+	}
+	for _, c := range cases {
+		lock, read := stmts(c.dialector, c.version).lockResource("seats", "id")
+		if lock != c.lock || read != c.read {
+			t.Errorf("%s %s:\n lock %q\n read %q\nwant\n lock %q\n read %q", c.dialector, c.version, lock, read, c.lock, c.read)
+		}
+	}
+	// A schema-qualified table is quoted part by part; quote characters in
+	// a name are doubled, never passed through.
+	if _, read := stmts("sqlserver", "").lockResource("sales.seats]x", "id"); read != "SELECT * FROM [sales].[seats]]x] WITH (UPDLOCK, ROWLOCK) WHERE [id] = ?" {
+		t.Errorf("qualified: %q", read)
+	}
+}
+
+func TestCountSQL(t *testing.T) {
+	got := stmts("sqlserver", "").count()
+	want := "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()) " +
+		"FROM [app_holds] WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL AND " +
+		"(expires_at IS NULL OR expires_at > DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()))"
+	if got != want {
+		t.Errorf("count:\n got %s\nwant %s", got, want)
+	}
+	pg := stmts("postgres", "")
+	if !strings.Contains(pg.count(), "expires_at > CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)") {
+		t.Errorf("PostgreSQL count does not judge expiry by the database clock: %s", pg.count())
+	}
+	// Reads never lock.
+	for _, q := range []string{pg.count(), pg.countActive(), pg.activeFor(), pg.byID()} {
+		if strings.Contains(q, "FOR UPDATE") || strings.Contains(q, "FOR SHARE") {
+			t.Errorf("a read locks: %s", q)
+		}
+	}
+}
+
+func TestSavepointSQL(t *testing.T) {
+	ms, pg := stmts("sqlserver", ""), stmts("postgres", "")
+	for _, c := range [][2]string{
+		{ms.savepoint(), "SAVE TRANSACTION lockplugin_holds"},
+		{ms.rollbackTo(), "ROLLBACK TRANSACTION lockplugin_holds"},
+		{ms.releaseSavepoint(), ""},
+		{pg.savepoint(), "SAVEPOINT lockplugin_holds"},
+		{pg.rollbackTo(), "ROLLBACK TO SAVEPOINT lockplugin_holds"},
+		{pg.releaseSavepoint(), "RELEASE SAVEPOINT lockplugin_holds"},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("got %q, want %q", c[0], c[1])
+		}
+	}
+}
+
+func TestCreateTableSQL(t *testing.T) {
+	ms := stmts("sqlserver", "").createTable()
+	want := "IF OBJECT_ID(N'app_holds', N'U') IS NULL CREATE TABLE [app_holds] (" +
+		"id BIGINT IDENTITY(1,1) NOT NULL PRIMARY KEY, " +
+		"resource_type NVARCHAR(191) COLLATE Latin1_General_100_BIN2 NOT NULL, " +
+		"resource_id NVARCHAR(191) COLLATE Latin1_General_100_BIN2 NOT NULL, " +
+		"holder NVARCHAR(255) COLLATE Latin1_General_100_BIN2 NOT NULL, " +
+		"created_at BIGINT NOT NULL, expires_at BIGINT NULL, released_at BIGINT NULL, " +
+		"INDEX [app_holds_active] (resource_type, resource_id, released_at, expires_at))"
+	if len(ms) != 1 || ms[0] != want {
+		t.Errorf("SQL Server DDL:\n got %q\nwant %q", ms, want)
+	}
+	pg := newStatements(dialects.New("postgres", ""), "billing.holds").createTable()
+	if len(pg) != 2 || pg[1] != `CREATE INDEX IF NOT EXISTS "holds_active" ON "billing"."holds" (resource_type, resource_id, released_at, expires_at)` {
+		t.Errorf("PostgreSQL DDL: %q", pg)
+	}
+	my := stmts("mysql", "10.11.6-MariaDB").createTable()
+	if len(my) != 1 || !strings.Contains(my[0], "holder VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL") ||
+		!strings.Contains(my[0], "INDEX `app_holds_active` (resource_type, resource_id, released_at, expires_at)") {
+		t.Errorf("MariaDB DDL: %q", my)
+	}
+	lite := stmts("sqlite", "").createTable()
+	if len(lite) != 2 || !strings.Contains(lite[0], "id INTEGER PRIMARY KEY AUTOINCREMENT") {
+		t.Errorf("SQLite DDL: %q", lite)
+	}
+	if got := stmts("oracle", "").createTable(); got != nil {
+		t.Errorf("Oracle DDL: %q, want none", got)
+	}
+}
+
+func TestValidTable(t *testing.T) {
+	for _, ok := range []string{"holds", "app_holds_2", "billing.holds", "_x"} {
+		if err := validTable(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "1x", "a-b", "a b", `a"b`, "a.b.c", ".x", "x.", strings.Repeat("x", 57), "h; DROP TABLE x"} {
+		if err := validTable(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestTTLMillis(t *testing.T) {
+	for _, c := range []struct {
+		in   int64
+		want int64
+	}{{0, 0}, {-5, 0}, {1, 1}, {1_000_000, 1}, {1_000_001, 2}, {300_000_000, 300}} {
+		if got := ttlMillis(timeDuration(c.in)); got != c.want {
+			t.Errorf("ttlMillis(%dns) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
