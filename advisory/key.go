@@ -1,0 +1,21 @@
+package advisory
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+)
+
+// PostgresKey returns the bigint key under which PostgreSQL holds the lock
+// called name: the first 8 bytes of the name's SHA-256, big-endian, with the
+// sign bit cleared. pg_locks shows it split in two, classid (high 32 bits)
+// and objid (low 32 bits), with objsubid 1:
+//
+//	SELECT pid, granted FROM pg_locks WHERE locktype = 'advisory'
+//	  AND classid = key >> 32 AND objid = key & 4294967295 AND objsubid = 1
+//
+// Names that share the first 63 bits of their hash share a lock; with
+// 2^63 keys that takes about three billion distinct names to become likely.
+func PostgresKey(name string) int64 {
+	sum := sha256.Sum256([]byte(name))
+	return int64(binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63))
+}

@@ -1,0 +1,350 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// releaseTimeout bounds a release, which runs on a context detached from the
+// caller's cancellation: a lock must be released even when the work that
+// held it was cancelled.
+const releaseTimeout = 10 * time.Second
+
+// Lock is a session-scoped advisory lock held on one pinned connection.
+// Release it exactly once; until then the connection stays out of the pool.
+type Lock struct {
+	name    string
+	dialect dialects.Dialect
+	conn    *sql.Conn
+	db      *gorm.DB
+	run     runner
+	release statement
+	held    *held
+
+	mu   sync.Mutex
+	done bool
+}
+
+// Acquire takes the lock called name on a connection pinned from db's write
+// pool and returns it held; the caller must Release it. It waits as the
+// options say (indefinitely by default) and until ctx is done, and returns
+// an error matching ErrTimeout when the lock stayed busy, ctx's error when
+// ctx ended the wait, ErrReentrant when ctx or db already hold name, and
+// ErrUnsupported on databases without advisory locks. On every error no lock
+// is left behind.
+//
+// Use With when the lock's lifetime fits a function call.
+func Acquire(ctx context.Context, db *gorm.DB, name string, opts ...Option) (*Lock, error) {
+	// The lock outlives the acquisition: its DB keeps ctx's values but not
+	// its cancellation, which was for the wait.
+	return acquire(ctx, db, name, opts, true)
+}
+
+// DB returns a *gorm.DB whose statements run on the connection that holds
+// the lock. Its context carries ctx's values and the held lock (so nested
+// acquisitions of the same name fail with ErrReentrant) but not ctx's
+// cancellation; use WithContext to bound individual statements. It must not
+// be used after Release.
+func (l *Lock) DB() *gorm.DB { return l.db }
+
+// Name returns the lock's name.
+func (l *Lock) Name() string { return l.name }
+
+// Release releases the lock and returns its connection to the pool. It runs
+// even when ctx is already cancelled (bounded by a timeout of its own). When
+// the database cannot confirm the release, the connection is closed instead
+// of being pooled, so that ending the session frees the lock. A second
+// Release returns an error matching ErrNotHeld.
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return lockError(l.dialect, l.name, fmt.Errorf("%w (already released)", ErrNotHeld))
+	}
+	l.done = true
+	l.held.released.Store(true)
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := l.unlock(rctx)
+	if err != nil {
+		discard(l.conn)
+		return lockError(l.dialect, l.name, err)
+	}
+	return l.conn.Close()
+}
+
+// unlock sends the release statement and checks the database's answer.
+func (l *Lock) unlock(ctx context.Context) error {
+	switch l.dialect.Kind {
+	case dialects.Postgres:
+		var ok bool
+		if err := l.run.query(ctx, l.release, &ok); err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotHeld
+		}
+	case dialects.MySQL, dialects.MariaDB:
+		var ok sql.NullInt64
+		if err := l.run.query(ctx, l.release, &ok); err != nil {
+			return err
+		}
+		if ok.Int64 != 1 {
+			return ErrNotHeld
+		}
+	case dialects.SQLServer:
+		var code int64
+		if err := l.run.query(ctx, l.release, &code); err != nil {
+			return err
+		}
+		if code < 0 {
+			return fmt.Errorf("%w: sp_releaseapplock returned %d", ErrNotHeld, code)
+		}
+	case dialects.Oracle:
+		var code int64
+		if err := l.run.query(ctx, l.release, &code); err != nil {
+			return err
+		}
+		switch code {
+		case 0:
+		case 4:
+			return fmt.Errorf("%w: DBMS_LOCK.RELEASE returned 4 (lock not owned)", ErrNotHeld)
+		default:
+			return fmt.Errorf("DBMS_LOCK.RELEASE returned %d (%s)", code, oracleCode(code))
+		}
+	}
+	return nil
+}
+
+// acquire is Acquire and With. detach makes the pinned session's context
+// ignore ctx's cancellation (Acquire); With keeps it, so that cancelling
+// ctx also cancels fn's statements.
+func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (*Lock, error) {
+	if db == nil || db.Config == nil {
+		return nil, errNilDB
+	}
+	if ctx == nil {
+		return nil, errNilContext
+	}
+	if name == "" {
+		return nil, errEmptyName
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	d := dialects.Of(db)
+	if err := d.Require(dialects.AdvisoryLock); err != nil {
+		return nil, err
+	}
+	if err := checkName(d, name); err != nil {
+		return nil, err
+	}
+	if db.DryRun {
+		return nil, errDryRun
+	}
+	plan, err := sessionPlan(d, name, o.wait)
+	if err != nil {
+		return nil, err
+	}
+	var fromDB *held
+	if db.Statement != nil {
+		fromDB = heldIn(db.Statement.Context)
+	}
+	fromCtx := heldIn(ctx)
+	pool, err := writePool(ctx, db, fromCtx, fromDB)
+	if err != nil {
+		return nil, err
+	}
+	if holding(pool, name, fromCtx, fromDB) {
+		return nil, lockError(d, name, ErrReentrant)
+	}
+
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, lockError(d, name, err)
+	}
+	l := &Lock{
+		name: name, dialect: d, conn: conn, run: runner{db: db, q: conn}, release: plan.release,
+		held: &held{pool: pool, conn: conn, name: name, parents: [2]*held{fromCtx, fromDB}},
+	}
+	if err := l.lock(ctx, pool, plan.steps, o.wait); err != nil {
+		return nil, lockError(d, name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		// Granted just as ctx ended: the caller has stopped waiting.
+		_ = l.Release(ctx)
+		return nil, lockError(d, name, err)
+	}
+
+	sctx := ctx
+	if detach {
+		sctx = context.WithoutCancel(ctx)
+	}
+	l.db = pinnedSession(db, conn, context.WithValue(sctx, heldKey{}, l.held))
+	l.run.db = l.db
+	return l, nil
+}
+
+// lock runs the acquisition steps on l.conn. On success the lock is held.
+// On ErrTimeout the session is known not to hold it and the connection goes
+// back to the pool; on any other failure the answer is unknown (a wait cut
+// off by ctx may have been granted at that very moment), so the connection
+// is discarded, which ends the session and anything it held.
+func (l *Lock) lock(ctx context.Context, pool *sql.DB, steps []statement, w wait) error {
+	err := l.steps(ctx, pool, steps, w)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTimeout):
+		_ = l.conn.Close()
+	default:
+		discard(l.conn)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+	}
+	return err
+}
+
+func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wait) error {
+	switch l.dialect.Kind {
+	case dialects.Postgres:
+		st := steps[0]
+		if w.tryOnce() { // pg_try_advisory_lock
+			var ok bool
+			if err := l.run.query(ctx, st, &ok); err != nil {
+				return err
+			}
+			if !ok {
+				return ErrTimeout
+			}
+			return nil
+		}
+		err := l.run.query(ctx, st)
+		if err != nil && w.forever && dialects.IsLockNotAvailable(err) {
+			// A lock_timeout set on the server, database or role ran
+			// out; an indefinite wait goes on with it off.
+			err = l.run.query(ctx, steps[1])
+		}
+		if err != nil && dialects.IsLockNotAvailable(err) { // 55P03: lock_timeout ran out
+			return fmt.Errorf("%w (%v)", ErrTimeout, err)
+		}
+		return err
+
+	case dialects.MySQL, dialects.MariaDB:
+		var got sql.NullInt64
+		if len(steps) == 1 {
+			if err := l.run.query(ctx, steps[0], &got); err != nil {
+				return err
+			}
+			return getLockAnswer(got)
+		}
+		var id int64
+		if err := l.run.query(ctx, steps[0], &got, &id); err != nil {
+			return err
+		}
+		if got.Valid && got.Int64 == 0 {
+			if err := l.run.query(ctx, steps[1], &got); err != nil {
+				if ctx.Err() != nil {
+					l.killWait(ctx, pool, id)
+				}
+				return err
+			}
+			if !got.Valid && ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		return getLockAnswer(got)
+
+	case dialects.SQLServer:
+		var code int64
+		if err := l.run.query(ctx, steps[0], &code); err != nil {
+			return err
+		}
+		return applockAnswer(code)
+
+	case dialects.Oracle:
+		var handle string
+		var code int64
+		if err := l.run.query(ctx, steps[0], &handle, &code); err != nil {
+			return err
+		}
+		switch code {
+		case 0:
+			l.release = oracleRelease(handle)
+			return nil
+		case 1:
+			return ErrTimeout
+		}
+		return fmt.Errorf("DBMS_LOCK.REQUEST returned %d (%s)", code, oracleCode(code))
+	}
+	return l.dialect.Require(dialects.AdvisoryLock)
+}
+
+// killWait ends a GET_LOCK wait whose client went away: the driver closes
+// the connection when ctx ends, but a server may keep the thread waiting
+// (and let it take the lock later, for a moment) until it notices.
+func (l *Lock) killWait(ctx context.Context, pool *sql.DB, id int64) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	// The thread may be gone already ("unknown thread id"): fine.
+	_ = runner{db: l.run.db, q: pool}.query(kctx, myKill(id))
+}
+
+// getLockAnswer reads GET_LOCK's 1 (acquired), 0 (timed out) or NULL (an
+// error such as the thread being killed).
+func getLockAnswer(got sql.NullInt64) error {
+	switch {
+	case !got.Valid:
+		return errors.New("GET_LOCK returned NULL (the wait was interrupted or failed)")
+	case got.Int64 == 1:
+		return nil
+	case got.Int64 == 0:
+		return ErrTimeout
+	}
+	return fmt.Errorf("GET_LOCK returned %d", got.Int64)
+}
+
+// applockAnswer reads sp_getapplock's return code.
+func applockAnswer(code int64) error {
+	switch {
+	case code >= 0: // 0 granted at once, 1 granted after waiting
+		return nil
+	case code == -1:
+		return ErrTimeout
+	case code == -2:
+		return errors.New("sp_getapplock returned -2 (the lock request was cancelled)")
+	case code == -3:
+		return errors.New("sp_getapplock returned -3 (chosen as deadlock victim)")
+	}
+	return fmt.Errorf("sp_getapplock returned %d (parameter validation or other call error)", code)
+}
+
+// oracleCode names DBMS_LOCK's REQUEST and RELEASE return codes.
+func oracleCode(code int64) string {
+	switch code {
+	case 0:
+		return "success"
+	case 1:
+		return "timeout"
+	case 2:
+		return "deadlock"
+	case 3:
+		return "parameter error"
+	case 4:
+		return "already own the lock, or do not own it"
+	case 5:
+		return "illegal lock handle"
+	}
+	return "unknown"
+}

@@ -1,0 +1,58 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// dbresolverCallback is the name gorm.io/plugin/dbresolver registers its
+// pool-switching callbacks under. Its Create callback always picks a source
+// (write) pool, which is where a lock must live.
+const dbresolverCallback = "gorm:db_resolver"
+
+// writePool returns the *sql.DB that writes through db go to: db's own pool,
+// or the source dbresolver would pick for a write. It sends nothing.
+func writePool(ctx context.Context, db *gorm.DB, chains ...*held) (*sql.DB, error) {
+	cp := db.ConnPool
+	if db.Statement != nil && db.Statement.ConnPool != nil {
+		cp = db.Statement.ConnPool
+	}
+	if _, ok := cp.(gorm.TxCommitter); ok {
+		return nil, errInTransaction
+	}
+	if c, ok := cp.(*sql.Conn); ok {
+		// fn's own conn, passed on to a nested acquisition: the new lock
+		// takes a connection of its own from the same pool.
+		if p := poolOfConn(c, chains...); p != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("advisory: db is pinned to a *sql.Conn that advisory did not open; pass the *gorm.DB it came from")
+	}
+	if resolve := db.Callback().Create().Get(dbresolverCallback); resolve != nil {
+		// Let dbresolver choose as for a write, on a copy of the statement
+		// (so dbresolver.Use and per-table resolvers still count).
+		tx := db.Session(&gorm.Session{Context: ctx})
+		resolve(tx)
+		if tx.Statement.ConnPool != nil {
+			cp = tx.Statement.ConnPool
+		}
+	}
+	switch p := cp.(type) {
+	case *sql.DB:
+		return p, nil
+	case gorm.GetDBConnector:
+		return p.GetDBConn()
+	}
+	return nil, fmt.Errorf("advisory: cannot pin a connection from a %T connection pool; advisory needs a *sql.DB behind GORM", cp)
+}
+
+// pinnedSession returns a *gorm.DB whose every statement runs on conn and
+// whose context is ctx.
+func pinnedSession(db *gorm.DB, conn *sql.Conn, ctx context.Context) *gorm.DB {
+	s := db.Session(&gorm.Session{NewDB: true, Context: ctx})
+	s.Statement.ConnPool = conn
+	return s
+}

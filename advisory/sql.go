@@ -1,0 +1,244 @@
+package advisory
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf16"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// This file holds every statement the package sends, as pure functions of
+// the database, the name and the wait, so that a unit test pins the exact
+// SQL of each database without a server. Values always travel as bind
+// parameters, in each driver's own placeholder syntax, because the
+// statements go straight to a *sql.Conn rather than through GORM's builder
+// (which dbresolver would re-route away from the pinned connection).
+
+// statement is one SQL text with its bind values. An outParam in args marks
+// an output parameter that the executor binds to a destination.
+type statement struct {
+	sql  string
+	args []any
+}
+
+// outParam marks an Oracle OUT bind in a statement's args.
+type outParam struct{}
+
+// Limits on what each database accepts.
+const (
+	// mysqlForever is "wait indefinitely" for GET_LOCK: a year, in seconds.
+	// A negative timeout means infinite only on some MySQL versions.
+	mysqlForever = 365 * 24 * 3600
+	// oracleMaxWait is DBMS_LOCK.MAXWAIT, which REQUEST reads as "forever";
+	// finite waits stay below it.
+	oracleMaxWait = 32767
+	// sqlServerMaxName is sp_getapplock's @Resource length (nvarchar(255)),
+	// which silently truncates longer values.
+	sqlServerMaxName = 255
+	// oracleMaxName is ALLOCATE_UNIQUE's lockname length, in bytes.
+	oracleMaxName = 128
+)
+
+// session is what one session-scoped lock sends: steps are tried in order
+// until one answers (MySQL asks once without waiting and learns its
+// connection id, and only then waits; PostgreSQL waits again with
+// lock_timeout off if a configured one ran out), release ends the lock. Oracle's
+// release takes the lock handle that acquisition returns, so it is built
+// later by oracleRelease.
+type session struct {
+	steps   []statement
+	release statement
+}
+
+// checkName refuses names a database would silently truncate. Other
+// databases get the name as it is and answer for themselves.
+func checkName(d dialects.Dialect, name string) error {
+	if name == "" {
+		return errEmptyName
+	}
+	switch d.Kind {
+	case dialects.SQLServer:
+		if n := len(utf16.Encode([]rune(name))); n > sqlServerMaxName {
+			return fmt.Errorf("advisory: lock name is %d characters; sp_getapplock on %s takes at most %d and would truncate it", n, d, sqlServerMaxName)
+		}
+	case dialects.Oracle:
+		if n := len(name); n > oracleMaxName {
+			return fmt.Errorf("advisory: lock name is %d bytes; DBMS_LOCK on %s takes at most %d", n, d, oracleMaxName)
+		}
+	}
+	return nil
+}
+
+// sessionPlan returns the statements of a session-scoped lock.
+func sessionPlan(d dialects.Dialect, name string, w wait) (session, error) {
+	switch d.Kind {
+	case dialects.Postgres:
+		key := PostgresKey(name)
+		steps := []statement{pgLock(key, w)}
+		if w.forever {
+			steps = append(steps, pgOverride(key))
+		}
+		return session{steps: steps, release: pgUnlock(key)}, nil
+	case dialects.MySQL, dialects.MariaDB:
+		if w.tryOnce() {
+			return session{steps: []statement{myTry(name)}, release: myUnlock(name)}, nil
+		}
+		return session{steps: []statement{myTryWithID(name), myWait(name, w)}, release: myUnlock(name)}, nil
+	case dialects.SQLServer:
+		return session{steps: []statement{msLock(name, w, "Session")}, release: msUnlock(name)}, nil
+	case dialects.Oracle:
+		return session{steps: []statement{oracleLock(name, w)}}, nil
+	}
+	return session{}, d.Require(dialects.AdvisoryLock)
+}
+
+// xactPlan returns the statement of a transaction-scoped lock.
+func xactPlan(d dialects.Dialect, name string, w wait) (statement, error) {
+	switch d.Kind {
+	case dialects.Postgres:
+		return pgXactLock(PostgresKey(name), w), nil
+	case dialects.SQLServer:
+		return msLock(name, w, "Transaction"), nil
+	}
+	return statement{}, d.Require(dialects.AdvisoryXactLock)
+}
+
+// pgLockTimeout renders w as a lock_timeout value: "0" (PostgreSQL's
+// "wait indefinitely", which also overrides a server-wide lock_timeout) or
+// whole milliseconds, rounded up.
+func pgLockTimeout(w wait) string {
+	if w.forever {
+		return "0"
+	}
+	return strconv.FormatInt(w.ceil(time.Millisecond, math.MaxInt32), 10) + "ms"
+}
+
+// pgLock takes a session lock. A bounded wait sets lock_timeout with
+// is_local => true in a subquery: PostgreSQL evaluates the subquery (which
+// volatile set_config keeps from being flattened away) before the outer
+// pg_advisory_lock, and the setting ends with the statement's implicit
+// transaction, error or not, so nothing needs restoring and the cycle stays
+// at one round trip. An unbounded wait sends the plain call; pgOverride is
+// its second attempt when a server, database or role lock_timeout cut it
+// short.
+func pgLock(key int64, w wait) statement {
+	switch {
+	case w.tryOnce():
+		return statement{sql: "SELECT pg_try_advisory_lock($1)", args: []any{key}}
+	case w.forever:
+		return statement{sql: "SELECT pg_advisory_lock($1)", args: []any{key}}
+	}
+	return pgTimedLock(key, pgLockTimeout(w))
+}
+
+// pgOverride waits with lock_timeout off for the statement.
+func pgOverride(key int64) statement { return pgTimedLock(key, "0") }
+
+func pgTimedLock(key int64, timeout string) statement {
+	return statement{
+		sql:  "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t",
+		args: []any{key, timeout},
+	}
+}
+
+func pgUnlock(key int64) statement {
+	return statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}
+}
+
+// pgXactLock takes a transaction lock. Inside the caller's transaction a
+// local setting would outlive the statement, so the statement reads the old
+// lock_timeout first and puts it back after the lock is granted, each step a
+// subquery level of its own so the order is the plan's, not the evaluator's.
+// When the wait fails the transaction is aborted, and its rollback restores
+// the setting.
+func pgXactLock(key int64, w wait) statement {
+	if w.tryOnce() {
+		return statement{sql: "SELECT pg_try_advisory_xact_lock($1)", args: []any{key}}
+	}
+	return statement{
+		sql: "SELECT set_config('lock_timeout', c.old, true) FROM (" +
+			"SELECT b.old, pg_advisory_xact_lock($1) FROM (" +
+			"SELECT a.old, set_config('lock_timeout', $2, true) FROM (" +
+			"SELECT current_setting('lock_timeout') AS old OFFSET 0) AS a) AS b) AS c",
+		args: []any{key, pgLockTimeout(w)},
+	}
+}
+
+func myTry(name string) statement {
+	return statement{sql: "SELECT GET_LOCK(?, 0)", args: []any{name}}
+}
+
+// myTryWithID asks without waiting and returns the connection id, which a
+// cancelled wait needs for KILL QUERY.
+func myTryWithID(name string) statement {
+	return statement{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{name}}
+}
+
+// myWait waits whole seconds, rounded up.
+func myWait(name string, w wait) statement {
+	secs := int64(mysqlForever)
+	if !w.forever {
+		secs = w.ceil(time.Second, mysqlForever)
+	}
+	return statement{sql: "SELECT GET_LOCK(?, ?)", args: []any{name, secs}}
+}
+
+func myUnlock(name string) statement {
+	return statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{name}}
+}
+
+// myKill ends a wait left behind by a cancelled GET_LOCK. The id is the
+// server's own integer, never user input.
+func myKill(id int64) statement {
+	return statement{sql: "KILL QUERY " + strconv.FormatInt(id, 10)}
+}
+
+// msLock calls sp_getapplock; owner is 'Session' or 'Transaction'. The
+// timeout is in milliseconds, -1 waiting indefinitely.
+func msLock(name string, w wait, owner string) statement {
+	ms := int64(-1)
+	if !w.forever {
+		ms = w.ceil(time.Millisecond, math.MaxInt32)
+	}
+	return statement{
+		sql: "DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', " +
+			"@LockOwner = '" + owner + "', @LockTimeout = @p2; SELECT @result",
+		args: []any{name, ms},
+	}
+}
+
+func msUnlock(name string) statement {
+	return statement{
+		sql:  "DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result",
+		args: []any{name},
+	}
+}
+
+// oracleLock allocates the name's handle and requests it exclusively,
+// surviving COMMIT. Oracle binds by position in order of appearance, so the
+// placeholders appear in the order of args: name, handle (out), status
+// (out), timeout in seconds.
+func oracleLock(name string, w wait) statement {
+	secs := int64(oracleMaxWait)
+	if !w.forever {
+		secs = w.ceil(time.Second, oracleMaxWait-1)
+	}
+	return statement{
+		sql: "DECLARE handle VARCHAR2(128); BEGIN " +
+			"DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; " +
+			":3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;",
+		args: []any{name, outParam{}, outParam{}, secs},
+	}
+}
+
+// oracleRelease releases by the handle acquisition returned, so releasing
+// does not call ALLOCATE_UNIQUE again (which commits).
+func oracleRelease(handle string) statement {
+	return statement{
+		sql:  "BEGIN :1 := DBMS_LOCK.RELEASE(lockhandle => :2); END;",
+		args: []any{outParam{}, handle},
+	}
+}

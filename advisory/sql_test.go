@@ -1,0 +1,179 @@
+package advisory
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/dryrun"
+)
+
+// dialectOf recognises a database through the stand-in dialector, as
+// dialects.Of does for a real one.
+func dialectOf(t *testing.T, name, version string) dialects.Dialect {
+	t.Helper()
+	db, err := dryrun.Open(name, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dialects.Of(db)
+}
+
+func forever() wait             { return wait{forever: true} }
+func upTo(d time.Duration) wait { return wait{d: d} }
+
+func TestSessionPlanExactSQL(t *testing.T) {
+	key := PostgresKey("adv-job")
+	tests := []struct {
+		db, version string
+		w           wait
+		steps       []statement
+		release     statement
+	}{
+		{"postgres", "", forever(),
+			[]statement{{"SELECT pg_advisory_lock($1)", []any{key}}, {"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", []any{key, "0"}}},
+			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+		{"postgres", "", upTo(0),
+			[]statement{{"SELECT pg_try_advisory_lock($1)", []any{key}}},
+			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+		{"postgres", "", upTo(300 * time.Millisecond),
+			[]statement{{"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", []any{key, "300ms"}}},
+			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+		{"postgres", "", upTo(time.Microsecond),
+			[]statement{{"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", []any{key, "1ms"}}},
+			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+		{"mysql", "10.11.6-MariaDB", forever(),
+			[]statement{{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{"adv-job"}}, {"SELECT GET_LOCK(?, ?)", []any{"adv-job", int64(365 * 24 * 3600)}}},
+			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+		{"mysql", "8.0.36", upTo(0),
+			[]statement{{"SELECT GET_LOCK(?, 0)", []any{"adv-job"}}},
+			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+		{"mysql", "8.0.36", upTo(300 * time.Millisecond), // rounds up, never down
+			[]statement{{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{"adv-job"}}, {"SELECT GET_LOCK(?, ?)", []any{"adv-job", int64(1)}}},
+			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+		{"mysql", "8.0.36", upTo(2*time.Second + time.Nanosecond),
+			[]statement{{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{"adv-job"}}, {"SELECT GET_LOCK(?, ?)", []any{"adv-job", int64(3)}}},
+			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+		{"sqlserver", "", forever(),
+			[]statement{{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(-1)}}},
+			statement{"DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", []any{"adv-job"}}},
+		{"sqlserver", "", upTo(0),
+			[]statement{{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(0)}}},
+			statement{"DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", []any{"adv-job"}}},
+		{"sqlserver", "", upTo(1500*time.Millisecond + time.Microsecond),
+			[]statement{{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(1501)}}},
+			statement{"DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", []any{"adv-job"}}},
+		{"oracle", "", forever(),
+			[]statement{{"DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", []any{"adv-job", outParam{}, outParam{}, int64(32767)}}},
+			statement{}},
+		{"oracle", "", upTo(0),
+			[]statement{{"DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", []any{"adv-job", outParam{}, outParam{}, int64(0)}}},
+			statement{}},
+		{"oracle", "", upTo(100 * time.Hour), // stays below MAXWAIT, which means forever
+			[]statement{{"DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", []any{"adv-job", outParam{}, outParam{}, int64(32766)}}},
+			statement{}},
+	}
+	for _, tc := range tests {
+		d := dialectOf(t, tc.db, tc.version)
+		got, err := sessionPlan(d, "adv-job", tc.w)
+		if err != nil {
+			t.Fatalf("%s %+v: %v", d, tc.w, err)
+		}
+		if !reflect.DeepEqual(got.steps, tc.steps) {
+			t.Errorf("%s %+v: steps\n got %#v\nwant %#v", d, tc.w, got.steps, tc.steps)
+		}
+		if !reflect.DeepEqual(got.release, tc.release) {
+			t.Errorf("%s %+v: release\n got %#v\nwant %#v", d, tc.w, got.release, tc.release)
+		}
+	}
+	if got, want := oracleRelease("10737418241073741824187"), (statement{"BEGIN :1 := DBMS_LOCK.RELEASE(lockhandle => :2); END;", []any{outParam{}, "10737418241073741824187"}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("oracle release\n got %#v\nwant %#v", got, want)
+	}
+	if got, want := myKill(42), (statement{sql: "KILL QUERY 42"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("mysql kill: got %#v want %#v", got, want)
+	}
+}
+
+func TestXactPlanExactSQL(t *testing.T) {
+	key := PostgresKey("adv-job")
+	pgWait := "SELECT set_config('lock_timeout', c.old, true) FROM (" +
+		"SELECT b.old, pg_advisory_xact_lock($1) FROM (" +
+		"SELECT a.old, set_config('lock_timeout', $2, true) FROM (" +
+		"SELECT current_setting('lock_timeout') AS old OFFSET 0) AS a) AS b) AS c"
+	tests := []struct {
+		db   string
+		w    wait
+		want statement
+	}{
+		{"postgres", forever(), statement{pgWait, []any{key, "0"}}},
+		{"postgres", upTo(0), statement{"SELECT pg_try_advisory_xact_lock($1)", []any{key}}},
+		{"postgres", upTo(2 * time.Second), statement{pgWait, []any{key, "2000ms"}}},
+		{"sqlserver", forever(), statement{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(-1)}}},
+		{"sqlserver", upTo(250 * time.Millisecond), statement{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(250)}}},
+	}
+	for _, tc := range tests {
+		d := dialectOf(t, tc.db, "")
+		got, err := xactPlan(d, "adv-job", tc.w)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s %+v:\n got %#v\nwant %#v", d, tc.w, got, tc.want)
+		}
+	}
+	for _, db := range []string{"mysql", "oracle", "sqlite"} {
+		d := dialectOf(t, db, "")
+		if _, err := xactPlan(d, "adv-job", forever()); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: xactPlan error = %v, want ErrUnsupported", d, err)
+		}
+	}
+	if _, err := sessionPlan(dialectOf(t, "sqlite", ""), "adv-job", forever()); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("sqlite: sessionPlan error = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestPostgresKey(t *testing.T) {
+	// SHA-256("nightly-invoice-run") begins a0a90186daced031 (sha256sum);
+	// with the sign bit cleared that is 0x20a90186daced031.
+	if got, want := PostgresKey("nightly-invoice-run"), int64(0x20a90186daced031); got != want {
+		t.Errorf("PostgresKey = %d, want %d", got, want)
+	}
+	for _, name := range []string{"", "a", "adv-job", strings.Repeat("x", 1000)} {
+		if k := PostgresKey(name); k < 0 {
+			t.Errorf("PostgresKey(%q) = %d, negative", name, k)
+		}
+	}
+	if PostgresKey("a") == PostgresKey("b") {
+		t.Error("distinct names share a key")
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	ms := dialectOf(t, "sqlserver", "")
+	ora := dialectOf(t, "oracle", "")
+	my := dialectOf(t, "mysql", "8.0.36")
+	pg := dialectOf(t, "postgres", "")
+	for _, tc := range []struct {
+		d    dialects.Dialect
+		name string
+		ok   bool
+	}{
+		{ms, strings.Repeat("x", 255), true},
+		{ms, strings.Repeat("x", 256), false},
+		{ms, strings.Repeat("é", 255), true},  // 255 UTF-16 units
+		{ms, strings.Repeat("😀", 128), false}, // 256 UTF-16 units
+		{ora, strings.Repeat("x", 128), true},
+		{ora, strings.Repeat("é", 65), false}, // 130 bytes
+		{my, strings.Repeat("x", 65), true},   // the server answers for itself
+		{pg, strings.Repeat("x", 10000), true},
+		{pg, "", false},
+	} {
+		err := checkName(tc.d, tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s, %d-byte name: err = %v, want ok=%v", tc.d, len(tc.name), err, tc.ok)
+		}
+	}
+}
