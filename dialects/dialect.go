@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gorm.io/gorm"
 )
@@ -65,9 +66,19 @@ func FromDialector(d gorm.Dialector) Dialect {
 	if d == nil {
 		return Dialect{}
 	}
-	name := d.Name()
-	return New(name, serverVersion(d))
+	key := [2]string{d.Name(), serverVersion(d)}
+	if dl, ok := parsed.Load(key); ok {
+		return dl.(Dialect)
+	}
+	dl := New(key[0], key[1])
+	parsed.Store(key, dl)
+	return dl
 }
+
+// parsed and versionField memoise pure functions of their keys (a name and
+// version pair; a dialector type), so Of costs a map lookup per statement.
+// They hold derived data only: nothing a test would need to reset.
+var parsed, versionField sync.Map
 
 // New builds a Dialect from a dialector name and a server version string.
 // It is exported for tools and tests that describe a database without
@@ -123,8 +134,20 @@ func serverVersion(d gorm.Dialector) string {
 	if v.Kind() != reflect.Struct {
 		return ""
 	}
-	f := v.FieldByNameFunc(func(n string) bool { return n == "ServerVersion" })
-	if !f.IsValid() || f.Kind() != reflect.String {
+	idx, ok := versionField.Load(v.Type())
+	if !ok {
+		var path []int
+		if f, found := v.Type().FieldByName("ServerVersion"); found && f.Type.Kind() == reflect.String {
+			path = f.Index
+		}
+		idx, _ = versionField.LoadOrStore(v.Type(), path)
+	}
+	path := idx.([]int)
+	if path == nil {
+		return ""
+	}
+	f, err := v.FieldByIndexErr(path)
+	if err != nil {
 		return ""
 	}
 	return f.String()
