@@ -1,0 +1,170 @@
+package version_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"gorm.io/gorm"
+)
+
+// threeBooks creates three books and returns them as loaded (version 1).
+func threeBooks(t *testing.T, db *gorm.DB) []Book {
+	t.Helper()
+	books := []Book{{Title: "a0"}, {Title: "b0"}, {Title: "c0"}}
+	must(t, db.Create(&books).Error)
+	var loaded []Book
+	must(t, db.Order("id").Find(&loaded).Error)
+	return loaded
+}
+
+// rowsOf reads every book, by id.
+func rowsOf(t *testing.T, db *gorm.DB) map[uint]Book {
+	t.Helper()
+	var all []Book
+	must(t, db.Order("id").Find(&all).Error)
+	m := make(map[uint]Book, len(all))
+	for _, b := range all {
+		m[b.ID] = b
+	}
+	return m
+}
+
+// A Save of a slice with one stale element changes no row, in every
+// transaction setting, and leaves the structs as they were.
+func TestSliceSaveOneStale(t *testing.T) {
+	settings := []struct {
+		name string
+		run  func(db *gorm.DB, books *[]Book, fresh *Book) error
+	}{
+		{"default transaction", func(db *gorm.DB, books *[]Book, _ *Book) error {
+			return db.Save(books).Error
+		}},
+		{"SkipDefaultTransaction", func(db *gorm.DB, books *[]Book, _ *Book) error {
+			return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Save(books).Error
+		}},
+		{"inside a transaction", func(db *gorm.DB, books *[]Book, fresh *Book) error {
+			return db.Transaction(func(tx *gorm.DB) error {
+				if err := tx.Create(fresh).Error; err != nil {
+					return err
+				}
+				return tx.Save(books).Error
+			})
+		}},
+		{"pointers", func(db *gorm.DB, books *[]Book, _ *Book) error {
+			ptrs := make([]*Book, len(*books))
+			for i := range *books {
+				ptrs[i] = &(*books)[i]
+			}
+			return db.Save(&ptrs).Error
+		}},
+	}
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		for _, s := range settings {
+			t.Run(s.name, func(t *testing.T) {
+				db := tg.DB.WithContext(ctxOf(t))
+				tg.Reset(t, &Book{})
+				books := threeBooks(t, db)
+
+				// Somebody else changes the middle row.
+				other := books[1]
+				other.Title = "other"
+				must(t, db.Save(&other).Error)
+				before := rowsOf(t, db)
+
+				for i := range books {
+					books[i].Title += "-mine"
+				}
+				books = append(books, Book{Title: "new"})
+				fresh := &Book{Title: "fresh"}
+				err := s.run(db, &books, fresh)
+				var want any = &books[1]
+				ce := requireConflict(t, err, want, "update", 1, 2, false)
+				eq(t, "ver_books", ce.Table)
+
+				after := rowsOf(t, db)
+				eq(t, before, after, "no row changed, no row added")
+				for i, b := range books[:3] {
+					eq(t, 1, b.Version, fmt.Sprintf("element %d keeps its version", i))
+				}
+				eq(t, 0, books[3].ID, "the new element was not inserted")
+				eq(t, 0, books[3].Version)
+			})
+		}
+	})
+}
+
+// A Save of a slice of current elements updates each one (guarded), inserts
+// new ones, and gives every struct its new version.
+func TestSliceSave(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		tg.Reset(t, &Book{})
+		books := threeBooks(t, db)
+		held := books[2]
+		for i := range books {
+			books[i].Title += "-1"
+		}
+		books = append(books, Book{Title: "new"})
+		res := db.Save(&books)
+		must(t, res.Error)
+		eq(t, 4, res.RowsAffected)
+		rows := rowsOf(t, db)
+		eq(t, 4, len(rows))
+		for _, b := range books {
+			eq(t, b, rows[b.ID], "row matches the struct")
+		}
+		eq(t, 2, books[0].Version)
+		eq(t, 1, books[3].Version)
+
+		// The slice elements are guarded on the next Save too.
+		must(t, db.Save(&books).Error)
+		eq(t, 3, books[0].Version)
+		held.Title = "stale"
+		requireConflict(t, db.Save(&held).Error, &held, "update", 1, 3, false)
+
+		// A slice of new rows only is one INSERT, as in plain GORM.
+		newOnes := []Book{{Title: "n1"}, {Title: "n2"}}
+		must(t, db.Save(&newOnes).Error)
+		eq(t, 1, newOnes[1].Version)
+	})
+}
+
+// Updates and Delete through a slice model guard every row, all or nothing,
+// even without GORM's default transaction.
+func TestSliceUpdatesAndDelete(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		for _, skipTx := range []bool{false, true} {
+			name := "default transaction"
+			if skipTx {
+				name = "SkipDefaultTransaction"
+			}
+			t.Run(name, func(t *testing.T) {
+				db := tg.DB.WithContext(ctxOf(t)).Session(&gorm.Session{SkipDefaultTransaction: skipTx})
+				tg.Reset(t, &Book{})
+				books := threeBooks(t, db)
+				other := books[2]
+				must(t, db.Model(&other).Update("pages", 1).Error)
+				before := rowsOf(t, db)
+
+				err := db.Model(&books).Update("title", "all")
+				requireConflict(t, err.Error, &books[2], "update", 1, 2, false)
+				eq(t, before, rowsOf(t, db), "no row changed")
+				for _, b := range books {
+					eq(t, 1, b.Version)
+				}
+
+				requireConflict(t, db.Delete(&books).Error, &books[2], "delete", 1, 2, false)
+				eq(t, before, rowsOf(t, db), "no row deleted")
+
+				books[2] = other
+				must(t, db.Model(&books).Update("title", "all").Error)
+				eq(t, 2, books[0].Version)
+				eq(t, 2, books[1].Version)
+				eq(t, 3, books[2].Version)
+				must(t, db.Delete(&books).Error)
+				eq(t, 0, len(rowsOf(t, db)))
+			})
+		}
+	})
+}

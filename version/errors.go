@@ -1,0 +1,70 @@
+package version
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrConcurrency is matched by errors.Is when a guarded UPDATE or DELETE
+// matched no row: the row changed (or was deleted) since the model was
+// read. The error is a *ConcurrencyError; nothing was written.
+var ErrConcurrency = errors.New("lockplugin: concurrent modification")
+
+// ErrNotRegistered is matched by errors.Is when a model with a Version field
+// is written through a *gorm.DB that does not have the lockplugin plugin:
+// the write would not have been guarded, so it was not sent. Register the
+// plugin with db.Use(lockplugin.New()).
+var ErrNotRegistered = errors.New("lockplugin: versioned model written without the plugin registered (db.Use(lockplugin.New()))")
+
+// ConcurrencyError reports a guarded write that matched no row.
+type ConcurrencyError struct {
+	// Entity is the stale model as it was passed to GORM (the pointer given
+	// to Save, Model or Delete; for a slice Save, a pointer to the stale
+	// element). Its version is the one it was loaded with.
+	Entity any
+	// Op is "update" or "delete".
+	Op string
+	// Table is the table written to.
+	Table string
+	// PrimaryKey holds the primary key values of the stale row, in the
+	// order of the model's primary key fields.
+	PrimaryKey []any
+	// Version is the version the model was loaded with.
+	Version Version
+	// Current is the version the row holds now, when it still exists.
+	Current Version
+	// Deleted is true when the row no longer exists (or is soft-deleted).
+	Deleted bool
+
+	// reread is set when the row could not be read again to say which.
+	reread error
+}
+
+// Error says what was stale and, when the row could be read again, why.
+func (e *ConcurrencyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lockplugin: concurrent modification: stale %s of %s", e.Op, e.Table)
+	if len(e.PrimaryKey) > 0 {
+		b.WriteString(" (primary key")
+		for _, v := range e.PrimaryKey {
+			fmt.Fprintf(&b, " %v", v)
+		}
+		b.WriteByte(')')
+	}
+	fmt.Fprintf(&b, " read at version %d", e.Version)
+	switch {
+	case e.reread != nil:
+		fmt.Fprintf(&b, "; the row has changed or been deleted since (re-reading it failed: %v)", e.reread)
+	case e.Deleted:
+		b.WriteString("; the row has been deleted since")
+	case e.Current == e.Version:
+		b.WriteString("; the row is still at that version, so the statement's other conditions matched no row")
+	default:
+		fmt.Fprintf(&b, "; the row is now at version %d", e.Current)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrConcurrency) true.
+func (e *ConcurrencyError) Is(target error) bool { return target == ErrConcurrency }
