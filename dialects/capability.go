@@ -83,13 +83,13 @@ var rules = []rule{
 	{kind: SQLServer, feature: AdvisoryLock},
 	{kind: SQLServer, feature: AdvisoryXactLock},
 	{kind: SQLServer, feature: CapacityHolds},
-	{kind: SQLServer, feature: LeaseTable, note: "the user creates the table from sqlstore.CreateTableSQL"},
+	{kind: SQLServer, feature: LeaseTable},
 
 	{kind: Oracle, feature: ForUpdate},
 	{kind: Oracle, feature: NoWait},
 	{kind: Oracle, feature: SkipLocked},
 	{kind: Oracle, feature: AdvisoryLock, note: "needs EXECUTE on DBMS_LOCK"},
-	{kind: Oracle, feature: LeaseTable, note: "the user creates the table from sqlstore.CreateTableSQL"},
+	{kind: Oracle, feature: LeaseTable, note: "SQL checked, not run live"},
 
 	{kind: SQLite, feature: CapacityHolds, note: "writer lock taken up front"},
 	{kind: SQLite, feature: LeaseTable},

@@ -10,7 +10,9 @@ func (d Dialect) NowMillisSQL() string {
 	case Postgres:
 		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 	case MySQL, MariaDB:
-		return "CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000 AS SIGNED)"
+		// UTC_TIMESTAMP ignores the session time zone, which could otherwise
+		// jump an hour at a daylight-saving change.
+		return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
 	case SQLServer:
 		return "DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())"
 	case Oracle:

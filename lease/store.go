@@ -8,7 +8,7 @@ import (
 // Store keeps leases. Each method is one atomic operation on the store;
 // Manager builds waiting, refreshing and handles on top of them. Anyone can
 // write a Store; lockplugin's own stores pass the conformance suite in
-// tests/lease, which a third-party store can run too.
+// lease/leasetest, which a third-party store can run too.
 type Store interface {
 	// Acquire takes the lease on name for owner when it is free or expired,
 	// with ttl (0: no expiry). It returns ok false, and no error, when

@@ -1,0 +1,53 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotAcquired is matched by errors.Is when a lease could not be taken
+// because someone else holds it: at once (Wait 0) or until the wait or the
+// context ended. It is an ordinary answer, not a failure of the store.
+var ErrNotAcquired = errors.New("lease: not acquired")
+
+// ErrLeaseLost is matched by errors.Is when a holder no longer holds its
+// lease: it expired (and perhaps someone else took it), or a KeepAlive
+// refresh failed. Work done since then ran unprotected.
+var ErrLeaseLost = errors.New("lease: lease lost")
+
+// NotAcquiredError says which lock was held and how long the caller waited.
+// errors.Is(err, ErrNotAcquired) is true for it.
+type NotAcquiredError struct {
+	// Name is the lock name.
+	Name string
+	// Waited is how long the manager kept retrying; 0 with Wait 0.
+	Waited time.Duration
+	// Err is the context's error when the context ended the wait, else nil.
+	Err error
+}
+
+func (e *NotAcquiredError) Error() string {
+	switch {
+	case e.Err != nil:
+		return fmt.Sprintf("lease: %q not acquired: gave up waiting after %v: %v", e.Name, e.Waited.Round(time.Millisecond), e.Err)
+	case e.Waited > 0:
+		return fmt.Sprintf("lease: %q not acquired: still held by another owner after waiting %v", e.Name, e.Waited.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("lease: %q not acquired: held by another owner", e.Name)
+}
+
+// Is makes errors.Is(err, ErrNotAcquired) true.
+func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
+
+// Unwrap returns the context's error, if the context ended the wait.
+func (e *NotAcquiredError) Unwrap() error { return e.Err }
+
+// lostError reports that name's lease was lost, wrapping the cause (a store
+// error from a refresh) when there is one.
+func lostError(name string, cause error) error {
+	if cause != nil {
+		return fmt.Errorf("lease: %q: %w: %w", name, ErrLeaseLost, cause)
+	}
+	return fmt.Errorf("lease: %q: %w: it expired or was taken over", name, ErrLeaseLost)
+}

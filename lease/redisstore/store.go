@@ -1,0 +1,162 @@
+// Package redisstore is a lease.Store on Redis, through go-redis: any
+// redis.UniversalClient (a single server, Sentinel, or Cluster).
+//
+//	store := redisstore.New(client, redisstore.Prefix("myapp:lease:"))
+//	m := lease.NewManager(store)
+//
+// Each lease is one key, <prefix>{<name>}, holding the owner token with a
+// PX expiry, so that expiry follows Redis's own clock. Each name also has a
+// fencing counter, <prefix>{<name>}:fence, which never expires; the hash
+// tag puts both keys in one Cluster slot. Every operation is one Lua script
+// (EVALSHA), atomic on the server.
+//
+// The counters must survive for fencing tokens to keep increasing: run
+// Redis with a noeviction or volatile-* maxmemory policy (the counters have
+// no TTL, so volatile policies never evict them) and with persistence if
+// tokens must outlive a restart.
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireLua    string
+	acquireScript = redis.NewScript(acquireLua)
+
+	//go:embed release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+
+	//go:embed refresh.lua
+	refreshLua    string
+	refreshScript = redis.NewScript(refreshLua)
+)
+
+// DefaultPrefix starts every key unless Prefix says otherwise.
+const DefaultPrefix = "lockplugin:lease:"
+
+// Store is a lease.Store on Redis. It is safe for concurrent use.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+	err    error // an invalid Option, reported by every call
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// Option configures New.
+type Option func(*Store)
+
+// Prefix sets the start of every key (default "lockplugin:lease:"). It
+// must not contain braces, which would change the keys' Cluster hash tag.
+func Prefix(p string) Option {
+	return func(s *Store) {
+		if strings.ContainsAny(p, "{}") {
+			s.err = fmt.Errorf("redisstore: Prefix %q must not contain { or }", p)
+			return
+		}
+		s.prefix = p
+	}
+}
+
+// New returns a Store on client. An invalid option or a nil client is
+// reported by every call.
+func New(client redis.UniversalClient, opts ...Option) *Store {
+	s := &Store{client: client, prefix: DefaultPrefix}
+	for _, o := range opts {
+		if o == nil {
+			s.err = errors.New("redisstore: nil Option")
+			continue
+		}
+		o(s)
+	}
+	if client == nil {
+		s.err = errors.New("redisstore: New needs a client, got nil")
+	}
+	return s
+}
+
+// Key returns the Redis key of name's lease; its fencing counter is the
+// same key followed by ":fence". Names containing braces, which would
+// change the hash tag, are keyed by their SHA-256: <prefix>#{<hex>}.
+func (s *Store) Key(name string) string {
+	if !strings.ContainsAny(name, "{}") {
+		return s.prefix + "{" + name + "}"
+	}
+	sum := sha256.Sum256([]byte(name))
+	return s.prefix + "#{" + hex.EncodeToString(sum[:]) + "}"
+}
+
+// Acquire takes name for owner when its key is absent (free or expired),
+// bumping the fencing counter, in one script.
+func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	k := s.Key(name)
+	fence, err := acquireScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("redisstore: acquire: %w", err)
+	}
+	return fence, fence > 0, nil
+}
+
+// Release deletes name's key if owner holds it.
+func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
+	if err := s.check(ctx, name, owner, 0); err != nil {
+		return false, err
+	}
+	n, err := releaseScript.Run(ctx, s.client, []string{s.Key(name)}, owner).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: release: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Refresh sets name's key to expire ttl from now (0: never) if owner holds
+// it.
+func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return false, err
+	}
+	n, err := refreshScript.Run(ctx, s.client, []string{s.Key(name)}, owner, millis(ttl)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: refresh: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration) error {
+	switch {
+	case s.err != nil:
+		return s.err
+	case ctx == nil:
+		return errors.New("redisstore: nil context")
+	case name == "":
+		return errors.New("redisstore: empty lock name")
+	case owner == "":
+		return errors.New("redisstore: empty owner")
+	case ttl < 0:
+		return fmt.Errorf("redisstore: negative TTL %v", ttl)
+	}
+	return ctx.Err()
+}
+
+// millis rounds ttl up to whole milliseconds: a TTL under a millisecond
+// must not become 0, "no expiry".
+func millis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}

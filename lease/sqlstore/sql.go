@@ -1,0 +1,273 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// The table has one row per lock name ever taken, kept after release so
+// that the fencing counter survives:
+//
+//	lock_name   the name, or "sha256:<hex>" of it (see key)
+//	owner       the owner token of the last holder
+//	expires_at  epoch milliseconds by the database's clock; 0 never
+//	            expires; -1 released
+//	fence       the fencing counter, bumped on every acquisition
+//
+// A lease is held when expires_at is 0 or in the future. Released (-1)
+// and expired leases are taken over by the same condition:
+// expires_at <> 0 AND expires_at <= now.
+
+// Statement templates. {t} is the quoted table, {now} the database clock
+// in epoch ms, {exp} the new expiry for TTL {ttl} ms (0 stays 0), and
+// {name}, {owner}, {ttl} and {fence} (an OUT parameter) are bind
+// parameters.
+const (
+	expiresTmpl = `CASE WHEN {ttl} = 0 THEN 0 ELSE {now} + {ttl} END`
+	heldTmpl    = `lock_name = {name} AND owner = {owner} AND (expires_at = 0 OR expires_at > {now})`
+
+	// PostgreSQL and SQLite: one upsert whose update only happens when the
+	// row's lease is over; RETURNING yields no row when it is still held.
+	upsertAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
+		`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, fence = l.fence + 1 ` +
+		`WHERE l.expires_at <> 0 AND l.expires_at <= {now} RETURNING fence`
+
+	// MySQL and MariaDB have no RETURNING on upserts. The fence comes back
+	// in the OK packet's insert id, set by LAST_INSERT_ID(expr): 1 for a
+	// fresh row, fence+1 for a takeover, and 0 when the lease is held
+	// (LAST_INSERT_ID(0) overrides the 1 from VALUES). That leaves
+	// RowsAffected, which depends on CLIENT_FOUND_ROWS, out of it.
+	// Assignments run left to right and see the columns already assigned,
+	// so expires_at, which the condition reads, is assigned last.
+	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(1)) ` +
+		`ON DUPLICATE KEY UPDATE ` +
+		`owner = IF(expires_at <> 0 AND expires_at <= {now}, {owner}, owner), ` +
+		`fence = IF(expires_at <> 0 AND expires_at <= {now}, LAST_INSERT_ID(fence + 1), fence + LAST_INSERT_ID(0)), ` +
+		`expires_at = IF(expires_at <> 0 AND expires_at <= {now}, {exp}, expires_at)`
+	// fence = LAST_INSERT_ID(fence) makes a matched row report a non-zero
+	// insert id even when the update changes nothing (a TTL-0 refresh of a
+	// TTL-0 lease), which RowsAffected would report as 0.
+	mysqlRelease = `UPDATE {t} SET expires_at = -1, fence = LAST_INSERT_ID(fence) WHERE ` + heldTmpl
+	mysqlRefresh = `UPDATE {t} SET expires_at = {exp}, fence = LAST_INSERT_ID(fence) WHERE ` + heldTmpl
+
+	// SQL Server: MERGE under HOLDLOCK, so that two sessions inserting the
+	// same new name serialise instead of one failing on the primary key.
+	mssqlAcquire = `MERGE INTO {t} WITH (HOLDLOCK) AS l USING (SELECT {name} AS lock_name) AS s ON l.lock_name = s.lock_name ` +
+		`WHEN MATCHED AND l.expires_at <> 0 AND l.expires_at <= {now} THEN UPDATE SET owner = {owner}, expires_at = {exp}, fence = l.fence + 1 ` +
+		`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
+		`OUTPUT inserted.fence;`
+
+	// Oracle: MERGE has no RETURNING, so one PL/SQL block merges and reads
+	// the fence into an OUT parameter (0 when held). A concurrent insert of
+	// the same new name raises DUP_VAL_ON_INDEX: then the other session
+	// holds it.
+	oracleAcquire = `DECLARE f NUMBER(19) := 0; BEGIN BEGIN ` +
+		`MERGE INTO {t} l USING (SELECT {name} AS lock_name FROM dual) s ON (l.lock_name = s.lock_name) ` +
+		`WHEN MATCHED THEN UPDATE SET l.owner = {owner}, l.expires_at = {exp}, l.fence = l.fence + 1 ` +
+		`WHERE l.expires_at <> 0 AND l.expires_at <= {now} ` +
+		`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1); ` +
+		`IF SQL%ROWCOUNT = 1 THEN SELECT fence INTO f FROM {t} WHERE lock_name = {name}; END IF; ` +
+		`EXCEPTION WHEN DUP_VAL_ON_INDEX THEN f := 0; END; {fence} := f; END;`
+
+	plainRelease = `UPDATE {t} SET expires_at = -1 WHERE ` + heldTmpl
+	plainRefresh = `UPDATE {t} SET expires_at = {exp} WHERE ` + heldTmpl
+)
+
+// arg names what a bind parameter carries.
+type arg int
+
+const (
+	argName arg = iota
+	argOwner
+	argTTL
+	argFence // OUT parameter receiving the fence (Oracle)
+)
+
+// stmt is one rendered statement and what its parameters carry, in order.
+type stmt struct {
+	SQL  string
+	args []arg
+}
+
+// values are the parameters of one call.
+type values struct {
+	name, owner string
+	ttl         int64
+	fence       *int64
+}
+
+// bind returns the statement's arguments for v.
+func (s stmt) bind(v values) []any {
+	out := make([]any, len(s.args))
+	for i, a := range s.args {
+		switch a {
+		case argName:
+			out[i] = v.name
+		case argOwner:
+			out[i] = v.owner
+		case argTTL:
+			out[i] = v.ttl
+		case argFence:
+			out[i] = sql.Out{Dest: v.fence}
+		}
+	}
+	return out
+}
+
+// statements are a store's three statements.
+type statements struct {
+	acquire, release, refresh stmt
+}
+
+// render renders the statements for a database and a quoted table.
+func render(d dialects.Dialect, table string) (statements, error) {
+	var acq, rel, ref string
+	switch d.Kind {
+	case dialects.Postgres, dialects.SQLite:
+		acq, rel, ref = upsertAcquire, plainRelease, plainRefresh
+	case dialects.MySQL, dialects.MariaDB:
+		acq, rel, ref = mysqlAcquire, mysqlRelease, mysqlRefresh
+	case dialects.SQLServer:
+		acq, rel, ref = mssqlAcquire, plainRelease, plainRefresh
+	case dialects.Oracle:
+		acq, rel, ref = oracleAcquire, plainRelease, plainRefresh
+	default:
+		return statements{}, d.Require(dialects.LeaseTable)
+	}
+	return statements{
+		acquire: renderOne(d, table, acq),
+		release: renderOne(d, table, rel),
+		refresh: renderOne(d, table, ref),
+	}, nil
+}
+
+// renderOne expands a template. PostgreSQL and SQL Server number their
+// parameters and reuse a number for the same value; the others bind each
+// occurrence.
+func renderOne(d dialects.Dialect, table, tmpl string) stmt {
+	tmpl = strings.ReplaceAll(tmpl, "{exp}", expiresTmpl)
+	var b strings.Builder
+	var st stmt
+	numbered := map[arg]int{}
+	for {
+		i := strings.IndexByte(tmpl, '{')
+		if i < 0 {
+			b.WriteString(tmpl)
+			break
+		}
+		j := strings.IndexByte(tmpl[i:], '}') + i
+		b.WriteString(tmpl[:i])
+		tok := tmpl[i+1 : j]
+		tmpl = tmpl[j+1:]
+		var a arg
+		switch tok {
+		case "t":
+			b.WriteString(table)
+			continue
+		case "now":
+			b.WriteString(d.NowMillisSQL())
+			continue
+		case "name":
+			a = argName
+		case "owner":
+			a = argOwner
+		case "ttl":
+			a = argTTL
+		case "fence":
+			a = argFence
+		default:
+			panic("sqlstore: unknown template token " + tok)
+		}
+		var ph string
+		switch d.Kind {
+		case dialects.Postgres, dialects.SQLServer:
+			n, ok := numbered[a]
+			if !ok {
+				st.args = append(st.args, a)
+				n = len(st.args)
+				numbered[a] = n
+			}
+			if d.Kind == dialects.Postgres {
+				ph = "$" + strconv.Itoa(n)
+				if a == argTTL {
+					// Typed, or PostgreSQL infers integer from "= 0".
+					ph = "CAST(" + ph + " AS BIGINT)"
+				}
+			} else {
+				ph = "@p" + strconv.Itoa(n)
+			}
+		case dialects.Oracle:
+			st.args = append(st.args, a)
+			ph = ":" + strconv.Itoa(len(st.args))
+		default:
+			st.args = append(st.args, a)
+			ph = "?"
+		}
+		b.WriteString(ph)
+	}
+	st.SQL = b.String()
+	return st
+}
+
+// DefaultTable is the table name unless Table says otherwise.
+const DefaultTable = "lock_leases"
+
+var identPart = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// quoteTable validates a table name (an identifier, optionally qualified
+// by a schema: "leases" or "app.leases") and quotes it for d.
+func quoteTable(d dialects.Dialect, name string) (string, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return "", fmt.Errorf("sqlstore: table name %q: at most one schema qualifier", name)
+	}
+	for i, p := range parts {
+		if !identPart.MatchString(p) {
+			return "", fmt.Errorf("sqlstore: table name %q is not an identifier (letters, digits and _, not starting with a digit, at most 63)", name)
+		}
+		parts[i] = d.QuoteIdent(p)
+	}
+	return strings.Join(parts, "."), nil
+}
+
+// CreateTableSQL returns the DDL that creates the lease table on the
+// database a dialector name stands for ("postgres", "mysql", "sqlite",
+// "sqlserver", "oracle"), for users whose database user cannot create
+// tables and who therefore pass CreateTable(false) to New. Table sets the
+// table name. The statement does nothing when the table exists: CREATE
+// TABLE IF NOT EXISTS where the database has it, and a guard on SQL Server
+// and Oracle.
+func CreateTableSQL(dialect string, opts ...Option) (string, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return "", err
+	}
+	d := dialects.New(dialect, "")
+	table, err := quoteTable(d, cfg.table)
+	if err != nil {
+		return "", err
+	}
+	return createTableSQL(d, table)
+}
+
+func createTableSQL(d dialects.Dialect, table string) (string, error) {
+	switch d.Kind {
+	case dialects.Postgres:
+		return `CREATE TABLE IF NOT EXISTS ` + table + ` (lock_name VARCHAR(191) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL)`, nil
+	case dialects.SQLite:
+		return `CREATE TABLE IF NOT EXISTS ` + table + ` (lock_name VARCHAR(191) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL) WITHOUT ROWID`, nil
+	case dialects.MySQL, dialects.MariaDB:
+		return `CREATE TABLE IF NOT EXISTS ` + table + ` (lock_name VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, owner VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL) ENGINE=InnoDB`, nil
+	case dialects.SQLServer:
+		return `IF OBJECT_ID(N'` + table + `', N'U') IS NULL CREATE TABLE ` + table + ` (lock_name NVARCHAR(191) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, owner NVARCHAR(64) COLLATE Latin1_General_100_BIN2 NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL);`, nil
+	case dialects.Oracle:
+		return `BEGIN EXECUTE IMMEDIATE 'CREATE TABLE ` + table + ` (lock_name VARCHAR2(191) NOT NULL PRIMARY KEY, owner VARCHAR2(64) NOT NULL, expires_at NUMBER(19) NOT NULL, fence NUMBER(19) NOT NULL)'; ` +
+			`EXCEPTION WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF; END;`, nil
+	}
+	return "", d.Require(dialects.LeaseTable)
+}

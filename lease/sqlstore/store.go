@@ -1,0 +1,276 @@
+// Package sqlstore is a lease.Store on a database table, through GORM:
+// leases that every application server sees, with expiry decided by the
+// database's clock.
+//
+//	store, err := sqlstore.New(db)              // creates lock_leases if missing
+//	m := lease.NewManager(store)
+//
+// Each operation is one statement that commits at once: Acquire is a
+// single upsert guarded by expiry (INSERT ... ON CONFLICT DO UPDATE ...
+// WHERE on PostgreSQL and SQLite, INSERT ... ON DUPLICATE KEY UPDATE on
+// MySQL and MariaDB, MERGE on SQL Server and Oracle) that also bumps and
+// returns the fencing counter. Rows stay after release so that the counter
+// survives; the table holds one small row per lock name ever used.
+//
+// The statements run on db's connection pool, never inside a caller's
+// transaction: a lock that only became visible at the caller's commit would
+// exclude nobody. New therefore refuses a *gorm.DB that is inside a
+// transaction.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+// Store is a lease.Store on a table. It is safe for concurrent use.
+type Store struct {
+	db    *gorm.DB
+	pool  gorm.ConnPool
+	d     dialects.Dialect
+	table string
+	stmts statements
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// Option configures New and CreateTableSQL.
+type Option func(*config)
+
+type config struct {
+	table  string
+	create bool
+}
+
+// Table sets the table name (default "lock_leases"), optionally qualified
+// by a schema ("app.leases"). It must be an identifier.
+func Table(name string) Option { return func(c *config) { c.table = name } }
+
+// CreateTable sets whether New creates the table when it is missing
+// (default true). Pass false when the database user may not create
+// tables, and create it beforehand from CreateTableSQL.
+func CreateTable(create bool) Option { return func(c *config) { c.create = create } }
+
+func buildConfig(opts []Option) (config, error) {
+	cfg := config{table: DefaultTable, create: true}
+	for _, o := range opts {
+		if o == nil {
+			return cfg, errors.New("sqlstore: nil Option")
+		}
+		o(&cfg)
+	}
+	return cfg, nil
+}
+
+// New returns a Store on db's connection pool, creating the table unless
+// CreateTable(false) is given. It returns an error, and sends nothing, when
+// db is inside a transaction, when the table name is not an identifier, or
+// when the database cannot run the table store (ErrUnsupported naming it).
+// SQLite needs version 3.35 or later (for RETURNING).
+func New(db *gorm.DB, opts ...Option) (*Store, error) {
+	if db == nil || db.Config == nil || db.Statement == nil {
+		return nil, errors.New("sqlstore: New needs a *gorm.DB, got nil")
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	pool := db.Statement.ConnPool
+	if _, inTx := pool.(gorm.TxCommitter); inTx {
+		return nil, errors.New("sqlstore: db is inside a transaction; lease statements must commit at once, so pass the *gorm.DB the transaction was begun from")
+	}
+	d := dialects.Of(db)
+	if err := d.Require(dialects.LeaseTable); err != nil {
+		return nil, err
+	}
+	table, err := quoteTable(d, cfg.table)
+	if err != nil {
+		return nil, err
+	}
+	stmts, err := render(d, table)
+	if err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, errors.New("sqlstore: db has no connection pool")
+	}
+	s := &Store{db: db.Session(&gorm.Session{NewDB: true}), pool: pool, d: d, table: cfg.table, stmts: stmts}
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if d.Kind == dialects.SQLite {
+		if err := s.checkSQLiteVersion(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.create {
+		ddl, err := createTableSQL(d, table)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.exec(ctx, ddl, nil); err != nil {
+			return nil, fmt.Errorf("sqlstore: creating table %s on %s: %w", cfg.table, d, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) checkSQLiteVersion(ctx context.Context) error {
+	var v string
+	if err := s.pool.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v); err != nil {
+		return fmt.Errorf("sqlstore: reading the SQLite version: %w", err)
+	}
+	if !dialects.New("sqlite", v).AtLeast(3, 35, 0) {
+		return &dialects.UnsupportedError{Dialect: "SQLite " + v, Feature: string(dialects.LeaseTable), Reason: "needs SQLite 3.35.0 or later for RETURNING"}
+	}
+	return nil
+}
+
+// Table returns the table name.
+func (s *Store) Table() string { return s.table }
+
+// Acquire takes name for owner when it is free, released or expired, in one
+// statement, and returns the bumped fencing counter.
+func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
+	v, err := s.values(ctx, name, owner, ttl)
+	if err != nil {
+		return 0, false, err
+	}
+	var fence int64
+	err = s.retry(ctx, func() error {
+		fence = 0
+		return s.acquire(ctx, v, &fence)
+	})
+	if err != nil {
+		return 0, false, s.wrap("acquire", err)
+	}
+	return fence, fence > 0, nil
+}
+
+// acquire runs the acquire statement once; fence stays 0 when the lease is
+// held.
+func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
+	st := s.stmts.acquire
+	switch s.d.Kind {
+	case dialects.MySQL, dialects.MariaDB:
+		res, err := s.exec(ctx, st.SQL, st.bind(v))
+		if err != nil {
+			return err
+		}
+		*fence, err = res.LastInsertId()
+		return err
+	case dialects.Oracle:
+		v.fence = fence
+		_, err := s.exec(ctx, st.SQL, st.bind(v))
+		return err
+	}
+	begin := time.Now()
+	args := st.bind(v)
+	err := s.pool.QueryRowContext(ctx, st.SQL, args...).Scan(fence)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil // held: the guarded update touched no row
+	}
+	s.trace(ctx, begin, st.SQL, args, min(*fence, 1), err)
+	return err
+}
+
+// Release frees name if owner holds it (it keeps the row, and so the
+// fencing counter).
+func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
+	return s.update(ctx, "release", s.stmts.release, name, owner, 0)
+}
+
+// Refresh sets name's expiry to ttl from now, by the database's clock, if
+// owner holds it.
+func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	return s.update(ctx, "refresh", s.stmts.refresh, name, owner, ttl)
+}
+
+func (s *Store) update(ctx context.Context, op string, st stmt, name, owner string, ttl time.Duration) (bool, error) {
+	v, err := s.values(ctx, name, owner, ttl)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.retry(ctx, func() error {
+		res, err := s.exec(ctx, st.SQL, st.bind(v))
+		if err != nil {
+			return err
+		}
+		if s.d.IsMySQLFamily() {
+			n, err = res.LastInsertId() // the fence of a matched row, see mysqlRelease
+		} else {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
+	if err != nil {
+		return false, s.wrap(op, err)
+	}
+	return n > 0, nil
+}
+
+// retry runs one statement, again up to twice when the database chose it
+// as a deadlock victim or failed to serialise it: the statement rolled
+// back whole, so running it again is safe. (SQLite's BUSY is not retried:
+// its busy_timeout has already waited.)
+func (s *Store) retry(ctx context.Context, run func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := run()
+		if err == nil || attempt == 3 || s.d.Kind == dialects.SQLite || !dialects.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) values(ctx context.Context, name, owner string, ttl time.Duration) (values, error) {
+	switch {
+	case ctx == nil:
+		return values{}, errors.New("sqlstore: nil context")
+	case name == "":
+		return values{}, errors.New("sqlstore: empty lock name")
+	case owner == "" || len(owner) > 64 || !plainKey(owner):
+		return values{}, fmt.Errorf("sqlstore: owner must be 1 to 64 printable ASCII characters, got %q", owner)
+	case ttl < 0:
+		return values{}, fmt.Errorf("sqlstore: negative TTL %v", ttl)
+	}
+	// Round up: a TTL under a millisecond must not become 0, "no expiry".
+	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	return values{name: key(name), owner: owner, ttl: ms}, nil
+}
+
+func (s *Store) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
+	begin := time.Now()
+	res, err := s.pool.ExecContext(ctx, query, args...)
+	var rows int64 = -1
+	if err == nil {
+		rows, _ = res.RowsAffected()
+	}
+	s.trace(ctx, begin, query, args, rows, err)
+	return res, err
+}
+
+// trace hands the statement to GORM's logger, so lease statements show up
+// with the application's other SQL.
+func (s *Store) trace(ctx context.Context, begin time.Time, query string, args []any, rows int64, err error) {
+	if s.db.Logger == nil {
+		return
+	}
+	s.db.Logger.Trace(ctx, begin, func() (string, int64) {
+		return s.db.Dialector.Explain(query, args...), rows
+	}, err)
+}
+
+// wrap names the operation and the database; the Manager names the lock.
+func (s *Store) wrap(op string, err error) error {
+	return fmt.Errorf("sqlstore: %s on %s: %w", op, s.d, err)
+}
