@@ -1,6 +1,14 @@
 package clauses
 
-import "gorm.io/gorm"
+import (
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
 
 // Config configures Register.
 type Config struct {
@@ -8,8 +16,172 @@ type Config struct {
 	AllowOutsideTransaction bool
 }
 
+// Callback names, for applications that order their own callbacks
+// around lockplugin's.
+const (
+	// CallbackCheck validates a statement's lock before its SQL is built
+	// (registered before gorm:query, gorm:row and gorm:raw).
+	CallbackCheck = "lockplugin:lock_check"
+	// CallbackErrors turns a database's lock-not-available error into
+	// dialects.ErrLockNotAvailable (after gorm:query and gorm:row).
+	CallbackErrors = "lockplugin:lock_errors"
+)
+
 // Register installs the lock clause callbacks and builders on db. The root
 // lockplugin plugin calls it; applications use lockplugin.New.
+//
+// It wraps db.ClauseBuilders["FOR"] (and ["FROM"], for SQL Server's table
+// hints) so that lockplugin's builders win over the dialector's, while
+// clauses it does not own still reach the dialector's builders.
 func Register(db *gorm.DB, cfg Config) error {
-	return nil // TODO(issue 2)
+	if db == nil || db.Config == nil || db.Dialector == nil {
+		return errors.New("lockplugin: clauses.Register needs a *gorm.DB opened with a dialector")
+	}
+	r := &registration{cfg: cfg, target: newTarget(dialects.Of(db))}
+	if db.ClauseBuilders == nil {
+		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
+	}
+	db.ClauseBuilders[clauseName] = r.forBuilder(db.ClauseBuilders[clauseName])
+	if r.target.d.Kind == dialects.SQLServer {
+		// Only SQL Server puts locks in FROM, as table hints.
+		db.ClauseBuilders["FROM"] = r.fromBuilder(db.ClauseBuilders["FROM"])
+	}
+
+	cb := db.Callback()
+	steps := []struct {
+		what string
+		err  error
+	}{
+		{"query check", cb.Query().Before("gorm:query").Register(CallbackCheck, r.beforeQuery)},
+		{"query errors", cb.Query().After("gorm:query").Register(CallbackErrors, r.afterQuery)},
+		{"row check", cb.Row().Before("gorm:row").Register(CallbackCheck, r.beforeQuery)},
+		{"row errors", cb.Row().After("gorm:row").Register(CallbackErrors, r.afterQuery)},
+		{"raw check", cb.Raw().Before("gorm:raw").Register(CallbackCheck, r.beforeRaw)},
+	}
+	for _, s := range steps {
+		if s.err != nil {
+			return fmt.Errorf("lockplugin: registering the %s callback: %w", s.what, s.err)
+		}
+	}
+	return nil
+}
+
+type registration struct {
+	cfg    Config
+	target *target
+}
+
+func (r *registration) forBuilder(prev clause.ClauseBuilder) clause.ClauseBuilder {
+	return func(c clause.Clause, b clause.Builder) {
+		if l, _, ok := lockFromClause(c); ok {
+			renderFor(r.target, b, l)
+			return
+		}
+		if prev != nil {
+			prev(c, b)
+			return
+		}
+		c.Build(b)
+	}
+}
+
+func (r *registration) fromBuilder(prev clause.ClauseBuilder) clause.ClauseBuilder {
+	return func(c clause.Clause, b clause.Builder) {
+		if stmt, ok := b.(*gorm.Statement); ok {
+			if l, ok := statementLock(stmt); ok {
+				renderFromSQLServer(r.target, c, stmt, l)
+				return
+			}
+		}
+		if prev != nil {
+			prev(c, b)
+			return
+		}
+		c.Build(b)
+	}
+}
+
+// beforeQuery validates the statement's lock before GORM builds the SQL, so
+// that nothing is sent for a lock that cannot be honoured.
+func (r *registration) beforeQuery(db *gorm.DB) {
+	if db.Error != nil {
+		return
+	}
+	stmt := db.Statement
+	c, ok := stmt.Clauses[clauseName]
+	if !ok {
+		return
+	}
+	l, converted, ok := lockFromClause(c)
+	if !ok {
+		return
+	}
+	if converted {
+		// GORM's clause.Locking: from here on it is a lockplugin lock, so
+		// it is rendered per database like one.
+		c.Expression = l
+		c.Builder = buildForFallback
+		stmt.Clauses[clauseName] = c
+	}
+	if err := r.validate(stmt, l); err != nil {
+		_ = db.AddError(err)
+		return
+	}
+	if r.target.d.Kind == dialects.SQLServer {
+		stmt.Settings.Delete(hintedKey)
+		fc := stmt.Clauses["FROM"]
+		fc.Name = "FROM"
+		if fc.Expression == nil {
+			fc.Expression = clause.From{}
+		}
+		fc.Builder = buildFromFallback
+		stmt.Clauses["FROM"] = fc
+	}
+}
+
+func (r *registration) validate(stmt *gorm.Statement, l lock) error {
+	if stmt.SQL.Len() > 0 {
+		return rawSQLError(l)
+	}
+	if err := r.target.check(stmt, l); err != nil {
+		return err
+	}
+	if !r.cfg.AllowOutsideTransaction && !stmt.DB.DryRun && !inTransaction(stmt.ConnPool) {
+		return fmt.Errorf("%w: %s would hold its locks only while the statement runs; run it inside db.Transaction", ErrNotInTransaction, l)
+	}
+	return nil
+}
+
+// beforeRaw refuses Exec with a lock clause, which GORM would ignore.
+func (r *registration) beforeRaw(db *gorm.DB) {
+	if db.Error != nil {
+		return
+	}
+	if l, ok := statementLock(db.Statement); ok {
+		_ = db.AddError(rawSQLError(l))
+	}
+}
+
+func rawSQLError(l lock) error {
+	return fmt.Errorf("%w: %s on Raw or Exec SQL, which GORM sends as written; put the locking clause in the SQL itself, or build the query with GORM's methods", ErrInvalidLock, l)
+}
+
+// afterQuery turns the database's own "lock not available" error of a
+// locking read into one that matches dialects.ErrLockNotAvailable.
+func (r *registration) afterQuery(db *gorm.DB) {
+	if db.Error == nil {
+		return
+	}
+	if _, ok := db.Statement.Clauses[clauseName]; !ok {
+		return
+	}
+	db.Error = r.target.d.WrapLockNotAvailable(db.Error)
+}
+
+// inTransaction reports whether statements on p run inside a transaction:
+// *sql.Tx, GORM's prepared-statement transaction, and any pool that can
+// commit (dbresolver leaves a transaction's pool alone).
+func inTransaction(p gorm.ConnPool) bool {
+	c, ok := p.(gorm.TxCommitter)
+	return ok && c != nil
 }

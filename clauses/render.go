@@ -1,0 +1,246 @@
+package clauses
+
+import (
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// pluginName is the name the root lockplugin plugin registers under
+// (lockplugin.PluginName; the root package cannot be imported from here).
+const pluginName = "lockplugin"
+
+// hintedKey marks, in a statement's Settings, that the SQL Server FROM
+// builder placed the lock's table hints; the FOR builder refuses to finish
+// a locking query without that mark rather than send it unlocked.
+const hintedKey = "lockplugin:hinted"
+
+func registered(stmt *gorm.Statement) bool {
+	if stmt.DB == nil || stmt.DB.Config == nil {
+		return false
+	}
+	_, ok := stmt.DB.Plugins[pluginName]
+	return ok
+}
+
+// renderFor writes the whole FOR clause of l: "FOR UPDATE OF "t" NOWAIT",
+// "LOCK IN SHARE MODE", or nothing on SQL Server, whose hints the FROM
+// builder has written.
+func renderFor(t *target, b clause.Builder, l lock) {
+	stmt, ok := b.(*gorm.Statement)
+	if !ok {
+		_ = b.AddError(fmt.Errorf("%w: %s built outside a GORM statement", ErrInvalidLock, l))
+		return
+	}
+	if !registered(stmt) {
+		_ = stmt.AddError(ErrNotRegistered)
+		return
+	}
+	if stmt.DB.Error != nil {
+		// An earlier clause failed (on SQL Server, FROM says why); the
+		// query will not be sent.
+		return
+	}
+	if err := t.check(stmt, l); err != nil {
+		_ = stmt.AddError(err)
+		return
+	}
+	if t.d.Kind == dialects.SQLServer {
+		if _, ok := stmt.Settings.Load(hintedKey); !ok {
+			_ = stmt.AddError(fmt.Errorf("%w: the SQL Server table hints for %s were not written (was the FROM clause builder replaced?); refusing to send the query unlocked", ErrInvalidLock, l))
+			return
+		}
+		// Statement.Build wrote a separator before this clause, which
+		// renders nothing on SQL Server; drop it.
+		if s := stmt.SQL.String(); strings.HasSuffix(s, " ") {
+			stmt.SQL.Reset()
+			stmt.SQL.WriteString(s[:len(s)-1])
+		}
+		return
+	}
+	stmt.WriteString(t.keyword[l.strength])
+	if len(l.of) > 0 {
+		stmt.WriteString(" OF ")
+		for i, name := range l.of {
+			if i > 0 {
+				stmt.WriteString(", ")
+			}
+			stmt.WriteQuoted(clause.Table{Name: name})
+		}
+	}
+	if l.noWait {
+		stmt.WriteByte(' ')
+		stmt.WriteString(t.keyword[dialects.NoWait])
+	}
+	if l.skipLocked {
+		stmt.WriteByte(' ')
+		stmt.WriteString(t.keyword[dialects.SkipLocked])
+	}
+}
+
+// renderFromSQLServer writes a FROM clause with the lock's table hints
+// after every table (and alias) in it and in its joins, or, with Of, after
+// the named ones only.
+func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l lock) {
+	if err := t.check(stmt, l); err != nil {
+		_ = stmt.AddError(err)
+		return
+	}
+	from, _ := c.Expression.(clause.From)
+	hint := t.sqlServerHint(l)
+	stmt.WriteString("FROM ")
+	m := newTableMatcher(stmt, l.of)
+
+	tables := from.Tables
+	if len(tables) == 0 {
+		tables = []clause.Table{{Name: clause.CurrentTable}}
+	}
+	for i, tb := range tables {
+		if i > 0 {
+			stmt.WriteByte(',')
+		}
+		want := m.want(tb)
+		if want && tb.Name == clause.CurrentTable && stmt.TableExpr != nil && len(stmt.TableExpr.Vars) > 0 {
+			_ = stmt.AddError(&dialects.UnsupportedError{
+				Dialect: t.d.String(), Feature: string(l.strength) + " on a derived table",
+				Reason: "SQL Server takes lock hints on tables, not on a subquery given to Table; lock inside the subquery's own query",
+			})
+			return
+		}
+		stmt.WriteQuoted(tb)
+		if want {
+			stmt.WriteString(hint)
+		}
+	}
+	for _, j := range from.Joins {
+		stmt.WriteByte(' ')
+		if j.Expression != nil {
+			if len(l.of) == 0 {
+				_ = stmt.AddError(&dialects.UnsupportedError{
+					Dialect: t.d.String(), Feature: string(l.strength) + " on a JOIN written as SQL",
+					Reason: "SQL Server needs the lock hint after each joined table, and a JOIN given as a string cannot take one; join an association (Joins(\"Assoc\")) or name the tables to lock with Of",
+				})
+				return
+			}
+			j.Build(stmt)
+			continue
+		}
+		if j.Type != "" {
+			stmt.WriteString(string(j.Type))
+			stmt.WriteByte(' ')
+		}
+		stmt.WriteString("JOIN ")
+		stmt.WriteQuoted(j.Table)
+		if m.want(j.Table) {
+			stmt.WriteString(hint)
+		}
+		if len(j.ON.Exprs) > 0 {
+			stmt.WriteString(" ON ")
+			j.ON.Build(stmt)
+		} else if len(j.Using) > 0 {
+			stmt.WriteString(" USING (")
+			for i, col := range j.Using {
+				if i > 0 {
+					stmt.WriteByte(',')
+				}
+				stmt.WriteQuoted(col)
+			}
+			stmt.WriteByte(')')
+		}
+	}
+	if missing := m.unmatched(); len(missing) > 0 {
+		_ = stmt.AddError(fmt.Errorf("%w: Of names %s, which the query's FROM and JOINs do not contain", ErrInvalidLock, strings.Join(missing, ", ")))
+		return
+	}
+	stmt.Settings.Store(hintedKey, true)
+}
+
+// tableMatcher decides which tables of a SQL Server FROM clause get the
+// hint: all of them, or those Of names (by table name or alias,
+// case-insensitively, as SQL Server compares identifiers by default).
+type tableMatcher struct {
+	stmt    *gorm.Statement
+	of      []string
+	matched []bool
+}
+
+func newTableMatcher(stmt *gorm.Statement, of []string) *tableMatcher {
+	return &tableMatcher{stmt: stmt, of: of, matched: make([]bool, len(of))}
+}
+
+func (m *tableMatcher) want(tb clause.Table) bool {
+	if len(m.of) == 0 {
+		return true
+	}
+	names := []string{tb.Name, tb.Alias}
+	if tb.Name == clause.CurrentTable {
+		names = append(names, m.stmt.Table)
+		if m.stmt.Schema != nil {
+			names = append(names, m.stmt.Schema.Table)
+		}
+	}
+	hit := false
+	for i, o := range m.of {
+		for _, n := range names {
+			if n != "" && (strings.EqualFold(n, o) || (o == clause.CurrentTable && tb.Name == clause.CurrentTable)) {
+				m.matched[i] = true
+				hit = true
+			}
+		}
+	}
+	return hit
+}
+
+func (m *tableMatcher) unmatched() []string {
+	var out []string
+	for i, ok := range m.matched {
+		if !ok {
+			out = append(out, fmt.Sprintf("%q", m.of[i]))
+		}
+	}
+	return out
+}
+
+// statementLock returns the lock carried by stmt's FOR clause, if any.
+func statementLock(stmt *gorm.Statement) (lock, bool) {
+	c, ok := stmt.Clauses[clauseName]
+	if !ok {
+		return lock{}, false
+	}
+	l, _, ok := lockFromClause(c)
+	return l, ok
+}
+
+// buildForFallback is set as the Builder of every FOR clause holding a
+// lock. It runs when the dialector's "FOR" builder replaced the one
+// Register installed and hands the clause to Clause.Build, as every
+// dialector does for expressions it does not know.
+func buildForFallback(c clause.Clause, b clause.Builder) {
+	if l, _, ok := lockFromClause(c); ok {
+		if stmt, ok := b.(*gorm.Statement); ok {
+			renderFor(newTarget(dialects.Of(stmt.DB)), b, l)
+			return
+		}
+	}
+	c.Builder = nil
+	c.Build(b)
+}
+
+// buildFromFallback is set as the Builder of a SQL Server statement's FROM
+// clause when it carries a lock, for the same reason as buildForFallback.
+func buildFromFallback(c clause.Clause, b clause.Builder) {
+	if stmt, ok := b.(*gorm.Statement); ok {
+		if l, ok := statementLock(stmt); ok {
+			if t := newTarget(dialects.Of(stmt.DB)); t.d.Kind == dialects.SQLServer {
+				renderFromSQLServer(t, c, stmt, l)
+				return
+			}
+		}
+	}
+	c.Builder = nil
+	c.Build(b)
+}

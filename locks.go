@@ -1,0 +1,75 @@
+package lockplugin
+
+import (
+	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin/clauses"
+)
+
+// LockOption changes how a row lock behaves: NoWait, SkipLocked, Of.
+type LockOption = clauses.LockOption
+
+// WaitPolicy says what a lock does when a row is already locked by someone
+// else: NoWait or SkipLocked. Without one, the query waits.
+type WaitPolicy = clauses.WaitPolicy
+
+const (
+	// NoWait fails at once with ErrLockNotAvailable instead of waiting for
+	// a locked row (NOWAIT; the NOWAIT table hint on SQL Server).
+	NoWait = clauses.NoWait
+	// SkipLocked leaves out rows that others have locked (SKIP LOCKED; the
+	// READPAST table hint on SQL Server): the work-queue claim.
+	SkipLocked = clauses.SkipLocked
+)
+
+// ForUpdate locks the selected rows until the transaction ends: others
+// wait to update them or to lock them themselves. Use it in a transaction:
+//
+//	db.Transaction(func(tx *gorm.DB) error {
+//		if err := tx.Clauses(lockplugin.ForUpdate()).First(&acct, id).Error; err != nil {
+//			return err
+//		}
+//		acct.Balance -= amount
+//		return tx.Save(&acct).Error
+//	})
+//
+// It renders as FOR UPDATE, or as WITH (UPDLOCK, ROWLOCK) after each table
+// on SQL Server; SQLite refuses it with ErrUnsupported.
+func ForUpdate(opts ...LockOption) clause.Expression { return clauses.ForUpdate(opts...) }
+
+// ForShare locks the selected rows against writers while letting other
+// ForShare readers in (FOR SHARE, LOCK IN SHARE MODE on MariaDB and MySQL
+// before 8.0.1, WITH (HOLDLOCK, ROWLOCK) on SQL Server). Oracle and SQLite
+// refuse it with ErrUnsupported.
+func ForShare(opts ...LockOption) clause.Expression { return clauses.ForShare(opts...) }
+
+// ForNoKeyUpdate is PostgreSQL's FOR NO KEY UPDATE; elsewhere it fails with
+// ErrUnsupported.
+func ForNoKeyUpdate(opts ...LockOption) clause.Expression { return clauses.ForNoKeyUpdate(opts...) }
+
+// ForKeyShare is PostgreSQL's FOR KEY SHARE; elsewhere it fails with
+// ErrUnsupported.
+func ForKeyShare(opts ...LockOption) clause.Expression { return clauses.ForKeyShare(opts...) }
+
+// Of limits a lock to the named tables or aliases of a query with joins
+// (FOR UPDATE OF on PostgreSQL and MySQL 8; hints on those tables only on
+// SQL Server). Other databases refuse it with ErrUnsupported.
+func Of(tables ...string) LockOption { return clauses.Of(tables...) }
+
+// NoLock removes any lock (lockplugin's or GORM's clause.Locking) from the
+// query it is added to, so that a query built with a lock can be reused
+// without one.
+func NoLock() clause.Expression { return clauses.NoLock() }
+
+// ErrNotInTransaction is returned for a locking read outside a
+// transaction, where its locks would end with the statement. The plugin
+// option AllowLocksOutsideTransaction turns the check off; DryRun is exempt.
+var ErrNotInTransaction = clauses.ErrNotInTransaction
+
+// ErrInvalidLock is returned for a lock no database could run as asked:
+// NoWait with SkipLocked, a bad name in Of, a lock on Raw or Exec SQL.
+var ErrInvalidLock = clauses.ErrInvalidLock
+
+// ErrNotRegistered is returned when a lock is used on a *gorm.DB without
+// the plugin, whose checks would not have run.
+var ErrNotRegistered = clauses.ErrNotRegistered
