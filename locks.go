@@ -69,7 +69,3 @@ var ErrNotInTransaction = clauses.ErrNotInTransaction
 // ErrInvalidLock is returned for a lock no database could run as asked:
 // NoWait with SkipLocked, a bad name in Of, a lock on Raw or Exec SQL.
 var ErrInvalidLock = clauses.ErrInvalidLock
-
-// ErrNotRegistered is returned when a lock is used on a *gorm.DB without
-// the plugin, whose checks would not have run.
-var ErrNotRegistered = clauses.ErrNotRegistered

@@ -16,11 +16,12 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/plugin"
 	"github.com/lockplugin/lockplugin/version"
 )
 
 // PluginName is the name the plugin registers under in gorm.Config.Plugins.
-const PluginName = "lockplugin"
+const PluginName = plugin.Name
 
 // Plugin is the GORM plugin returned by New.
 type Plugin struct {

@@ -1,6 +1,10 @@
 package clauses
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/lockplugin/lockplugin/internal/plugin"
+)
 
 // ErrNotInTransaction is returned for a locking read outside a
 // transaction: its locks would be released as soon as the statement ends,
@@ -17,4 +21,4 @@ var ErrInvalidLock = errors.New("lockplugin: invalid lock")
 // ErrNotRegistered is returned when a lockplugin lock is built on a
 // *gorm.DB that does not have the plugin: its checks would not have run.
 // Register it with db.Use(lockplugin.New()).
-var ErrNotRegistered = errors.New("lockplugin: lock clause used without the plugin registered (db.Use(lockplugin.New()))")
+var ErrNotRegistered = plugin.ErrNotRegistered

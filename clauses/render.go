@@ -8,24 +8,15 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/plugin"
 )
-
-// pluginName is the name the root lockplugin plugin registers under
-// (lockplugin.PluginName; the root package cannot be imported from here).
-const pluginName = "lockplugin"
 
 // hintedKey marks, in a statement's Settings, that the SQL Server FROM
 // builder placed the lock's table hints; the FOR builder refuses to finish
 // a locking query without that mark rather than send it unlocked.
 const hintedKey = "lockplugin:hinted"
 
-func registered(stmt *gorm.Statement) bool {
-	if stmt.DB == nil || stmt.DB.Config == nil {
-		return false
-	}
-	_, ok := stmt.DB.Plugins[pluginName]
-	return ok
-}
+func registered(stmt *gorm.Statement) bool { return plugin.Registered(stmt.DB) }
 
 // renderFor writes the whole FOR clause of l: "FOR UPDATE OF "t" NOWAIT",
 // "LOCK IN SHARE MODE", or nothing on SQL Server, whose hints the FROM

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
 // ErrConcurrency is matched by errors.Is when a guarded UPDATE or DELETE
@@ -15,7 +17,7 @@ var ErrConcurrency = errors.New("lockplugin: concurrent modification")
 // is written through a *gorm.DB that does not have the lockplugin plugin:
 // the write would not have been guarded, so it was not sent. Register the
 // plugin with db.Use(lockplugin.New()).
-var ErrNotRegistered = errors.New("lockplugin: versioned model written without the plugin registered (db.Use(lockplugin.New()))")
+var ErrNotRegistered = plugin.ErrNotRegistered
 
 // ConcurrencyError reports a guarded write that matched no row.
 type ConcurrencyError struct {
