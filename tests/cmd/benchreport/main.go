@@ -1,0 +1,183 @@
+// Command benchreport runs every benchmark of the tests module and writes
+// BENCHMARKS.md: for each mechanism and database the figure, the baseline
+// it was compared with in the same run, the ratio, the machine and the
+// command. `make bench` runs it:
+//
+//	cd tests && go run ./cmd/benchreport -benchtime 1s -out ../BENCHMARKS.md
+//
+// It runs, from the current directory,
+//
+//	go test -run '^$' -bench . -benchmem -benchtime <t> -p 1 -timeout 60m ./...
+//
+// streaming go test's output to stderr. Packages run one at a time (-p 1)
+// so that no benchmark competes with another for the CPUs. Benchmarks name
+// their leaves BenchmarkXxx/<database>/lockplugin and, beside them,
+// BenchmarkXxx/<database>/baseline=<what>; the report pairs them.
+//
+// With -in it reads saved `go test -bench` output instead of running.
+// It exits 1 when a benchmark or package failed (the report is still
+// written, listing the failures) and 2 for bad flags.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	benchtime := fs.String("benchtime", "1s", "go test -benchtime: a duration (1s) or an iteration count (100x)")
+	bench := fs.String("bench", ".", "go test -bench: which benchmarks to run")
+	out := fs.String("out", "BENCHMARKS.md", "file to write; - for standard output")
+	in := fs.String("in", "", "read saved `go test -bench` output from this file instead of running go test")
+	goCmd := fs.String("go", "go", "the go command")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "benchreport: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	goArgs := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-benchtime", *benchtime, "-p", "1", "-timeout", "60m", "./..."}
+	h := Header{
+		Reproduce: "make bench",
+		Command:   *goCmd + " " + shellJoin(goArgs),
+		Machine:   machine(*goCmd),
+	}
+	if *benchtime != "1s" {
+		h.Reproduce = "make bench BENCHTIME=" + *benchtime
+	}
+
+	var output []byte
+	failed := false
+	if *in != "" {
+		b, err := os.ReadFile(*in)
+		if err != nil {
+			fmt.Fprintf(stderr, "benchreport: %v\n", err)
+			return 2
+		}
+		output = b
+	} else {
+		var buf bytes.Buffer
+		cmd := exec.Command(*goCmd, goArgs...)
+		cmd.Stdout = io.MultiWriter(stderr, &buf)
+		cmd.Stderr = stderr
+		fmt.Fprintf(stderr, "benchreport: %s\n", h.Command)
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				fmt.Fprintf(stderr, "benchreport: running go test: %v\n", err)
+				return 1
+			}
+			failed = true
+		}
+		output = buf.Bytes()
+	}
+	h.Date = time.Now()
+
+	parsed, err := Parse(bytes.NewReader(output))
+	if err != nil {
+		fmt.Fprintf(stderr, "benchreport: reading go test output: %v\n", err)
+		return 1
+	}
+	if parsed.CPU != "" && h.Machine.CPU == "" {
+		h.Machine.CPU = parsed.CPU
+	}
+	if err := write(*out, stdout, h, parsed); err != nil {
+		fmt.Fprintf(stderr, "benchreport: %v\n", err)
+		return 1
+	}
+	if *out != "-" {
+		fmt.Fprintf(stderr, "benchreport: wrote %s: %d results, %d skipped, %d failed\n", *out, len(parsed.Results), len(parsed.Skipped), len(parsed.Failed))
+	}
+	if failed || len(parsed.Failed) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// write renders the report to path, replacing the file only once the whole
+// report is written.
+func write(path string, stdout io.Writer, h Header, run *Run) error {
+	if path == "-" {
+		return Render(stdout, h, run)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".benchreport-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	if err := Render(w, h, run); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// machine describes this machine: the Go that runs the benchmarks, the
+// CPU model and the number of logical CPUs.
+func machine(goCmd string) Machine {
+	m := Machine{GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU()}
+	if out, err := exec.Command(goCmd, "env", "GOVERSION", "GOOS", "GOARCH").Output(); err == nil {
+		if f := strings.Fields(string(out)); len(f) == 3 {
+			m.GoVersion, m.GOOS, m.GOARCH = f[0], f[1], f[2]
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		m.CPU = cpuModel(string(b))
+	}
+	return m
+}
+
+// cpuModel reads the first "model name" of /proc/cpuinfo.
+func cpuModel(cpuinfo string) string {
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// shellJoin quotes the arguments that a shell would otherwise change.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$*?[]{}()<>|&;'\" \\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Machine describes where the benchmarks ran.
+type Machine struct {
+	GoVersion string
+	GOOS      string
+	GOARCH    string
+	CPU       string
+	NumCPU    int
+}
+
+// Header is what the report says about the run besides the figures.
+type Header struct {
+	// Date is when the run ended.
+	Date time.Time
+	// Machine is where it ran.
+	Machine Machine
+	// Reproduce is the command a reader runs to get the report again.
+	Reproduce string
+	// Command is the go test command that produced the figures.
+	Command string
+}
+
+// modulePrefix is cut from package paths to name each section after its
+// directory in tests/.
+const modulePrefix = "github.com/lockplugin/lockplugin/tests/"
+
+// Render writes the Markdown report.
+func Render(w io.Writer, h Header, run *Run) error {
+	var b strings.Builder
+	b.WriteString("# Benchmarks\n\n")
+	b.WriteString("Every figure below comes from one run of the command shown, on the machine shown, against the databases\n")
+	b.WriteString("its tests reach (see README.md for the LOCKPLUGIN_* variables). Each measured variant\n")
+	b.WriteString("(`.../lockplugin`) is paired with the baseline it ran beside in the same run\n")
+	b.WriteString("(`.../baseline=<what>`); **ratio** is lockplugin's time per operation divided by the baseline's\n")
+	b.WriteString("(below 1: faster than the baseline). Other figures are shown as the benchmarks reported them.\n\n")
+	fmt.Fprintf(&b, "Reproduce: `%s`\n\n", h.Reproduce)
+	b.WriteString("| | |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "| date | %s |\n", h.Date.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "| command | `%s` (in tests/) |\n", h.Command)
+	fmt.Fprintf(&b, "| Go | %s %s/%s |\n", h.Machine.GoVersion, h.Machine.GOOS, h.Machine.GOARCH)
+	fmt.Fprintf(&b, "| CPU | %s |\n", cell(h.Machine.CPU))
+	fmt.Fprintf(&b, "| logical CPUs | %d |\n", h.Machine.NumCPU)
+	b.WriteString("\n")
+
+	pairs, others := PairUp(run.Results)
+	byPkg := map[string][]Pair{}
+	var pkgs []string
+	for _, p := range pairs {
+		if _, ok := byPkg[p.Pkg]; !ok {
+			pkgs = append(pkgs, p.Pkg)
+		}
+		byPkg[p.Pkg] = append(byPkg[p.Pkg], p)
+	}
+	sort.Strings(pkgs)
+	if len(pairs) == 0 && len(others) == 0 {
+		b.WriteString("The run produced no benchmark results.\n\n")
+	}
+	for _, pkg := range pkgs {
+		fmt.Fprintf(&b, "## %s\n\n", sectionName(pkg))
+		b.WriteString("| benchmark | database | lockplugin | baseline | baseline figure | ratio |\n")
+		b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+		for _, p := range byPkg[pkg] {
+			ratio := "-"
+			if r, ok := p.Ratio(); ok {
+				ratio = fmt.Sprintf("%.2f×", r)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
+				cell(p.Benchmark), cell(p.Database), figure(p.Plugin), cell(p.BaselineName), figure(p.Baseline), ratio)
+		}
+		b.WriteString("\n")
+	}
+	if len(others) > 0 {
+		b.WriteString("## Other benchmarks\n\n")
+		b.WriteString("Benchmarks without a lockplugin/baseline pair.\n\n")
+		b.WriteString("| package | benchmark | figure |\n| --- | --- | --- |\n")
+		for i := range others {
+			r := &others[i]
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", sectionName(r.Pkg), cell(r.Name), figure(r))
+		}
+		b.WriteString("\n")
+	}
+	if len(run.Skipped) > 0 {
+		b.WriteString("## Skipped\n\n| package | benchmark | reason |\n| --- | --- | --- |\n")
+		for _, n := range run.Skipped {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", sectionName(n.Pkg), cell(n.Name), cell(n.Reason))
+		}
+		b.WriteString("\n")
+	}
+	if len(run.Failed) > 0 {
+		b.WriteString("## Failed\n\nThese did not finish; their figures are missing above.\n\n| package | benchmark | reason |\n| --- | --- | --- |\n")
+		for _, n := range run.Failed {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", sectionName(n.Pkg), cell(n.Name), cell(n.Reason))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	return err
+}
+
+func sectionName(pkg string) string {
+	if pkg == "" {
+		return "-"
+	}
+	if rest, ok := strings.CutPrefix(pkg, modulePrefix); ok {
+		return "tests/" + rest
+	}
+	return pkg
+}
+
+// cell makes s safe inside a Markdown table cell.
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
+
+// figure shows a result's time per operation first, then its own metrics,
+// then memory, as one cell.
+func figure(r *Result) string {
+	if r == nil {
+		return "-"
+	}
+	var parts []string
+	if ns, ok := r.Metric("ns/op"); ok {
+		parts = append(parts, duration(ns)+"/op")
+	}
+	for _, m := range r.Metrics {
+		switch m.Unit {
+		case "ns/op", "B/op", "allocs/op":
+			continue
+		}
+		parts = append(parts, number(m.Value)+" "+m.Unit)
+	}
+	if v, ok := r.Metric("B/op"); ok {
+		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64)+" B/op")
+	}
+	if v, ok := r.Metric("allocs/op"); ok {
+		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64)+" allocs/op")
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// duration shows nanoseconds in the unit that keeps three significant
+// digits readable.
+func duration(ns float64) string {
+	switch {
+	case ns < 1e3:
+		return number(ns) + " ns"
+	case ns < 1e6:
+		return number(ns/1e3) + " µs"
+	case ns < 1e9:
+		return number(ns/1e6) + " ms"
+	}
+	return number(ns/1e9) + " s"
+}
+
+// number shows v with about three significant digits and no exponent.
+func number(v float64) string {
+	a := math.Abs(v)
+	var s string
+	switch {
+	case a >= 100 || v == math.Trunc(v):
+		s = strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		s = strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 0.01:
+		s = strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
