@@ -161,7 +161,15 @@ func QueueUnprotected(ctx context.Context, db *gorm.DB, cfg Config) (Result, err
 			for i, j := range jobs {
 				ids[i] = j.ID
 			}
-			err = markClaimed(db, table, ids, w)
+			// One autocommit statement per row, in id order: updating the
+			// whole batch in one statement lets two workers lock the same
+			// rows in different orders and deadlock, which would hide the
+			// double claims this baseline is here to show.
+			for _, id := range ids {
+				if err = markClaimed(db, table, []int64{id}, w); err != nil {
+					break
+				}
+			}
 			if err == nil {
 				err = afterWrite.wait(ctx)
 			}
