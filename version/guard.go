@@ -194,28 +194,39 @@ func setVersions(stmt *gorm.Statement, f *schema.Field, rows []row, delta Versio
 	}
 }
 
-// guardUpdate runs just before gorm:update. It builds the assignments GORM
-// would send, replaces any assignment to the version column by the
-// increment, and for a loaded model adds the version condition.
-func guardUpdate(db *gorm.DB) {
+// prepare finds the version field of a statement and the rows it writes.
+// It returns nil when there is nothing to guard: an earlier error (or one it
+// added), raw SQL, or a model without a version.
+func prepare(db *gorm.DB, op opKind) *state {
 	stmt := db.Statement
 	if db.Error != nil || stmt.Schema == nil || stmt.SQL.Len() > 0 {
-		return
+		return nil
 	}
-	f, err := versionField(stmt.Schema, opUpdate)
+	f, err := versionField(stmt.Schema, op)
 	if err != nil {
 		db.AddError(err)
-		return
+		return nil
 	}
 	if f == nil {
-		return
+		return nil
 	}
 	rows, loaded, err := collect(stmt, f)
 	if err != nil {
 		db.AddError(err)
+		return nil
+	}
+	return &state{op: op, field: f, rows: rows, loaded: loaded}
+}
+
+// guardUpdate runs just before gorm:update. It builds the assignments GORM
+// would send, replaces any assignment to the version column by the
+// increment, and for a loaded model adds the version condition.
+func guardUpdate(db *gorm.DB) {
+	st := prepare(db, opUpdate)
+	if st == nil {
 		return
 	}
-	st := &state{op: opUpdate, field: f, rows: rows, loaded: loaded}
+	stmt, f, rows, loaded := db.Statement, st.field, st.rows, st.loaded
 	var set clause.Set
 	if c, ok := stmt.Clauses["SET"]; ok {
 		s, ok := c.Expression.(clause.Set)
@@ -229,7 +240,7 @@ func guardUpdate(db *gorm.DB) {
 		// SET inside its own gorm:update, which now finds the SET built:
 		// leave it out here (SQL Server cannot update an identity column).
 		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement &&
-			dialects.New(db.Dialector.Name(), "").Kind == dialects.SQLServer {
+			dialects.Of(db).Kind == dialects.SQLServer {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		// The same conversion gorm:update would make (it adds the primary
@@ -261,24 +272,11 @@ func guardUpdate(db *gorm.DB) {
 // to the DELETE (or to the soft delete's UPDATE) of a loaded model. A soft
 // delete also increments the version (see softDeleteBump).
 func guardDelete(db *gorm.DB) {
-	stmt := db.Statement
-	if db.Error != nil || stmt.Schema == nil || stmt.SQL.Len() > 0 {
+	st := prepare(db, opDelete)
+	if st == nil {
 		return
 	}
-	f, err := versionField(stmt.Schema, opDelete)
-	if err != nil {
-		db.AddError(err)
-		return
-	}
-	if f == nil {
-		return
-	}
-	rows, loaded, err := collect(stmt, f)
-	if err != nil {
-		db.AddError(err)
-		return
-	}
-	st := &state{op: opDelete, field: f, rows: rows, loaded: loaded}
+	stmt, f, rows, loaded := db.Statement, st.field, st.rows, st.loaded
 	if loaded && !skipped(stmt) {
 		st.guarded = true
 		stmt.AddClause(clause.Where{Exprs: []clause.Expression{versionCond{field: f, rows: rows}}})
