@@ -20,6 +20,7 @@ type UnsupportedError struct {
 	Reason string
 }
 
+// Error says which feature the database refused, and why when known.
 func (e *UnsupportedError) Error() string {
 	s := fmt.Sprintf("lockplugin: %s is not supported on %s", e.Feature, e.Dialect)
 	if e.Reason != "" {
@@ -45,6 +46,7 @@ type LockNotAvailableError struct {
 	Err error
 }
 
+// Error names the database and includes the driver's message.
 func (e *LockNotAvailableError) Error() string {
 	return fmt.Sprintf("lockplugin: lock not available on %s: %v", e.Dialect, e.Err)
 }

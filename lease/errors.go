@@ -27,6 +27,7 @@ type NotAcquiredError struct {
 	Err error
 }
 
+// Error names the lock and how long the caller waited.
 func (e *NotAcquiredError) Error() string {
 	switch {
 	case e.Err != nil:

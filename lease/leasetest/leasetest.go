@@ -378,7 +378,7 @@ func checkCancelledContext(ctx context.Context, e *env) error {
 	cancel()
 	_, ok, err := e.A.Acquire(cctx, name, owner(), longTTL)
 	if err == nil {
-		return fmt.Errorf("Acquire with a cancelled context returned ok=%v and no error", ok)
+		return fmt.Errorf("an Acquire with a cancelled context returned ok=%v and no error", ok)
 	}
 	o := owner()
 	if _, err := mustAcquire(ctx, e.B, name, o, longTTL); err != nil {

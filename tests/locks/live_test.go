@@ -113,7 +113,6 @@ func awaitWaiters(t *testing.T, ctx context.Context, tg *testdb.Target, n int64,
 
 type readResult struct {
 	n   int64
-	ids []int64
 	err error
 }
 

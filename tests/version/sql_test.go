@@ -39,11 +39,6 @@ func dryDB(t *testing.T, name string) *gorm.DB {
 	return db
 }
 
-// sqlOf renders what a DryRun statement would send, vars inlined.
-func sqlOf(res *gorm.DB) string {
-	return res.Dialector.Explain(res.Statement.SQL.String(), res.Statement.Vars...)
-}
-
 type sqlCase struct {
 	name string
 	run  func(db *gorm.DB) *gorm.DB
