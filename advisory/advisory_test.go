@@ -152,6 +152,19 @@ func TestReleaseSurvivesCancelledContext(t *testing.T) {
 	if got := f.statements(); len(got) != 3 || got[2] != msRelease {
 		t.Fatalf("statements = %q", got)
 	}
+
+	// A nil ctx still releases, rather than panic with the lock held.
+	l, err = Acquire(context.Background(), db, "adv-job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilCtx context.Context
+	if err := l.Release(nilCtx); err != nil {
+		t.Fatalf("Release(nil): %v", err)
+	}
+	if got := f.statements(); len(got) != 5 || got[4] != msRelease {
+		t.Fatalf("statements = %q", got)
+	}
 }
 
 func TestOracleOutBindsAndHandle(t *testing.T) {
@@ -249,6 +262,28 @@ func TestPostgresIndefiniteWaitOverridesLockTimeout(t *testing.T) {
 	}
 	if got := f.statements(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("statements:\n got %q\nwant %q", got, want)
+	}
+}
+
+// The server grants the lock just as the caller's context ends: the caller
+// gets the context's error, and the lock is released (or its session ended)
+// rather than left on a pooled connection.
+func TestGrantedAsContextEndsIsReleased(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fakeDB{answer: func(c call) ([]driver.Value, error) {
+		if c.sql == "SELECT pg_advisory_lock($1)" {
+			cancel() // the wait's deadline passes as the grant arrives
+		}
+		return []driver.Value{true}, nil
+	}}
+	db := openFake(t, "postgres", "", f)
+	err := With(ctx, db, "adv-job", func(*gorm.DB) error { t.Error("fn ran"); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	released := reflect.DeepEqual(f.statements(), []string{"SELECT pg_advisory_lock($1)", "SELECT pg_advisory_unlock($1)"})
+	if _, closed := f.counts(); !released && closed != 1 {
+		t.Fatalf("sent %q and closed %d connections: the granted lock went back to the pool", f.statements(), closed)
 	}
 }
 

@@ -61,8 +61,9 @@ func (l *Lock) Name() string { return l.name }
 // Release releases the lock and returns its connection to the pool. It runs
 // even when ctx is already cancelled (bounded by a timeout of its own). When
 // the database cannot confirm the release, the connection is closed instead
-// of being pooled, so that ending the session frees the lock. A second
-// Release returns an error matching ErrNotHeld.
+// of being pooled, so that ending the session frees the lock. A nil ctx is
+// taken as context.Background(). A second Release returns an error matching
+// ErrNotHeld.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -72,6 +73,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.done = true
 	l.held.released.Store(true)
 
+	if ctx == nil {
+		// Release anyway: a panic here would strand the lock's connection.
+		ctx = context.Background()
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	err := l.unlock(rctx)

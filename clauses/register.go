@@ -87,7 +87,7 @@ func (r *registration) forBuilder(prev clause.ClauseBuilder) clause.ClauseBuilde
 
 func (r *registration) fromBuilder(prev clause.ClauseBuilder) clause.ClauseBuilder {
 	return func(c clause.Clause, b clause.Builder) {
-		if stmt, ok := b.(*gorm.Statement); ok {
+		if stmt, ok := b.(*gorm.Statement); ok && !writing(stmt) {
 			if l, ok := statementLock(stmt); ok {
 				renderFromSQLServer(r.target, c, stmt, l)
 				return

@@ -2,6 +2,7 @@ package clauses
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
@@ -95,12 +96,11 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 			stmt.WriteByte(',')
 		}
 		want := m.want(tb)
-		if want && tb.Name == clause.CurrentTable && stmt.TableExpr != nil && len(stmt.TableExpr.Vars) > 0 {
-			_ = stmt.AddError(&dialects.UnsupportedError{
-				Dialect: t.d.String(), Feature: string(l.strength) + " on a derived table",
-				Reason: "SQL Server takes lock hints on tables, not on a subquery given to Table; lock inside the subquery's own query",
-			})
-			return
+		if want {
+			if err := t.hintable(stmt, tb, l); err != nil {
+				_ = stmt.AddError(err)
+				return
+			}
 		}
 		stmt.WriteQuoted(tb)
 		if want {
@@ -125,8 +125,15 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 			stmt.WriteByte(' ')
 		}
 		stmt.WriteString("JOIN ")
+		want := m.want(j.Table)
+		if want {
+			if err := t.hintable(stmt, j.Table, l); err != nil {
+				_ = stmt.AddError(err)
+				return
+			}
+		}
 		stmt.WriteQuoted(j.Table)
-		if m.want(j.Table) {
+		if want {
 			stmt.WriteString(hint)
 		}
 		if len(j.ON.Exprs) > 0 {
@@ -148,6 +155,47 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 		return
 	}
 	stmt.Settings.Store(hintedKey, true)
+}
+
+// sqlServerIdent is one SQL Server identifier, bracketed, double-quoted,
+// back-quoted (as some dialectors quote) or plain.
+const sqlServerIdent = `(?:\[(?:[^\]]|\]\])+\]|"(?:[^"]|"")+"|` + "`(?:[^`]|``)+`" + `|[\p{L}_#@][\p{L}\p{N}_#@$]*)`
+
+// oneTable matches a table expression that names exactly one table,
+// optionally schema-qualified and aliased: "jobs", "dbo.jobs j",
+// "[jobs] AS [j]". A hint written after anything else (a comma list, a JOIN
+// spelled out in Table, a subquery) would lock only the last table or be a
+// syntax error.
+var oneTable = regexp.MustCompile(`^\s*` + sqlServerIdent + `(?:\s*\.\s*` + sqlServerIdent + `){0,3}(?:\s+(?:(?i:AS)\s+)?` + sqlServerIdent + `)?\s*$`)
+
+// hintable returns why the SQL Server hint cannot follow tb, or nil. A
+// table GORM names and quotes itself always takes it; a table expression
+// given as SQL (Table("..."), a raw clause.Table) must be one table.
+func (t *target) hintable(stmt *gorm.Statement, tb clause.Table, l lock) error {
+	expr := ""
+	switch {
+	case tb.Name == clause.CurrentTable && stmt.TableExpr != nil:
+		if len(stmt.TableExpr.Vars) > 0 {
+			return &dialects.UnsupportedError{
+				Dialect: t.d.String(), Feature: string(l.strength) + " on a derived table",
+				Reason: "SQL Server takes lock hints on tables, not on a subquery given to Table; lock inside the subquery's own query",
+			}
+		}
+		expr = stmt.TableExpr.SQL
+	case tb.Raw && tb.Name != clause.CurrentTable:
+		expr = strings.TrimSpace(tb.Name + " " + tb.Alias)
+	default:
+		return nil
+	}
+	if oneTable.MatchString(expr) {
+		return nil
+	}
+	return &dialects.UnsupportedError{
+		Dialect: t.d.String(), Feature: string(l.strength) + " on a table expression that is not one table",
+		Reason: fmt.Sprintf("SQL Server needs the lock hint after each table, and %q is not a single table with an optional alias "+
+			"(a list, a JOIN or a subquery written as SQL would be locked only in part, or not at all); "+
+			"give Table one table and add the others with Joins, or name the tables to lock with Of", expr),
+	}
 }
 
 // tableMatcher decides which tables of a SQL Server FROM clause get the
@@ -196,6 +244,16 @@ func (m *tableMatcher) unmatched() []string {
 	return out
 }
 
+// writing reports whether stmt is an UPDATE or a DELETE, whose FROM clause
+// (SQL Server builds one for DELETE) must not take a lock's hints: GORM
+// renders no lock on a write for any other database, and READPAST there
+// would silently leave locked rows undeleted.
+func writing(stmt *gorm.Statement) bool {
+	_, del := stmt.Clauses["DELETE"]
+	_, upd := stmt.Clauses["UPDATE"]
+	return del || upd
+}
+
 // statementLock returns the lock carried by stmt's FOR clause, if any.
 func statementLock(stmt *gorm.Statement) (lock, bool) {
 	c, ok := stmt.Clauses[clauseName]
@@ -224,7 +282,7 @@ func buildForFallback(c clause.Clause, b clause.Builder) {
 // buildFromFallback is set as the Builder of a SQL Server statement's FROM
 // clause when it carries a lock, for the same reason as buildForFallback.
 func buildFromFallback(c clause.Clause, b clause.Builder) {
-	if stmt, ok := b.(*gorm.Statement); ok {
+	if stmt, ok := b.(*gorm.Statement); ok && !writing(stmt) {
 		if l, ok := statementLock(stmt); ok {
 			if t := newTarget(dialects.Of(stmt.DB)); t.d.Kind == dialects.SQLServer {
 				renderFromSQLServer(t, c, stmt, l)

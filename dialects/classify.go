@@ -15,12 +15,15 @@ var (
 	pgLockNotAvailable = map[string]bool{"55P03": true}
 	pgRetryable        = map[string]bool{"40001": true, "40P01": true}
 	// MySQL / MariaDB error numbers: ER_LOCK_NOWAIT, ER_LOCK_WAIT_TIMEOUT;
-	// ER_LOCK_DEADLOCK.
+	// ER_LOCK_DEADLOCK, and ER_CHECKREAD ("Record has changed since last
+	// read ... try restarting transaction"), MariaDB's serialization
+	// failure under innodb_snapshot_isolation (the default from 11.8).
 	myLockNotAvailable = map[int]bool{3572: true, 1205: true}
-	myRetryable        = map[int]bool{1213: true}
-	// SQL Server error numbers: lock request time out; deadlock victim.
+	myRetryable        = map[int]bool{1213: true, 1020: true}
+	// SQL Server error numbers: lock request time out; deadlock victim,
+	// snapshot isolation update conflict.
 	msLockNotAvailable = map[int]bool{1222: true}
-	msRetryable        = map[int]bool{1205: true}
+	msRetryable        = map[int]bool{1205: true, 3960: true}
 	// Oracle ORA- numbers: resource busy with NOWAIT, and with WAIT timeout;
 	// deadlock detected, cannot serialize access.
 	oraLockNotAvailable = map[int]bool{54: true, 30006: true}
@@ -53,9 +56,9 @@ func IsLockNotAvailable(err error) bool {
 
 // IsRetryable reports whether err is a transient concurrency failure after
 // which the whole transaction may simply be run again: a deadlock victim or
-// a serialization failure (PostgreSQL 40001, 40P01; MySQL/MariaDB 1213; SQL
-// Server 1205; Oracle ORA-00060, ORA-08177), or SQLite's BUSY, BUSY_SNAPSHOT
-// and LOCKED.
+// a serialization failure (PostgreSQL 40001, 40P01; MySQL/MariaDB 1213,
+// 1020; SQL Server 1205, 3960; Oracle ORA-00060, ORA-08177), or SQLite's
+// BUSY, BUSY_SNAPSHOT and LOCKED.
 func IsRetryable(err error) bool {
 	c := codeOf(err)
 	switch c.family {

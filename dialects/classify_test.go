@@ -54,6 +54,7 @@ func TestClassify(t *testing.T) {
 		{"pg 23505", &pgError{"23505"}, false, false},
 		{"mssql 1222", msError{1222}, true, false},
 		{"mssql 1205", wrap(msError{1205}), false, true},
+		{"mssql 3960", msError{3960}, false, true},
 		{"mssql 2627", msError{2627}, false, false},
 		{"ora message 54", errors.New("ORA-00054: resource busy and acquire with NOWAIT specified"), true, false},
 		{"ora message 30006", wrap(errors.New("ORA-30006: resource busy; acquire with WAIT timeout expired")), true, false},

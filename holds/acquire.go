@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -24,7 +25,9 @@ import (
 // The resource's row must exist (ErrNotFound otherwise). A resource without
 // a single-column primary key or with a zero key, an empty holder or a
 // negative TTL is refused with ErrInvalid before anything is sent. When db
-// is a transaction the hold is taken inside it, under a savepoint.
+// is a transaction the hold is taken inside it, under a savepoint; on
+// PostgreSQL that transaction must be READ COMMITTED, and on SQL Server not
+// SNAPSHOT (ErrUnsupported otherwise; see the package documentation).
 func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string, opts ...Option) (*Hold, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -43,9 +46,15 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 	}
 	st := newStatements(d, cfg.table)
 	ttl := ttlMillis(cfg.ttl)
+	callerTx := inTransaction(sess)
+	if callerTx {
+		if err := checkIsolation(sess, st); err != nil {
+			return nil, fmt.Errorf("holds: acquiring %s %s for %q: %w", res.table, res.id, holder, err)
+		}
+	}
 	var h *Hold
 	err = run(ctx, sess, st, func(tx *gorm.DB) (err error) {
-		h, err = acquireOnce(tx, st, res, holder, ttl)
+		h, err = acquireOnce(tx, st, res, holder, ttl, callerTx)
 		return err
 	})
 	if err != nil {
@@ -55,8 +64,12 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 }
 
 // acquireOnce is one attempt: lock the resource row, count its active
-// holds, and insert a hold if a slot is free.
-func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl int64) (*Hold, error) {
+// holds, and insert a hold if a slot is free. The count must see every hold
+// committed before the lock was granted: in a transaction of Acquire's own
+// the lock is the first statement (and PostgreSQL and SQL Server run it at
+// READ COMMITTED), so no earlier snapshot exists; in a caller's transaction
+// checkIsolation and a locking count on MySQL and MariaDB see to it.
+func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl int64, callerTx bool) (*Hold, error) {
 	lock, read := st.lockResource(res.table, res.key)
 	if lock != "" {
 		r := tx.Exec(lock, res.pk)
@@ -82,11 +95,15 @@ func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl in
 		mine sql.NullInt64
 		now  int64
 	)
-	if _, err := scanOne(tx, st.count(), []any{holder, res.table, res.id}, &n, &mine, &now); err != nil {
+	if _, err := scanOne(tx, st.count(callerTx), []any{holder, res.table, res.id}, &n, &mine, &now); err != nil {
 		return nil, err
 	}
 	if mine.Valid {
-		return readHold(tx, st, st.byID(), mine.Int64)
+		h, err := readHold(tx, st, st.byID(), mine.Int64)
+		if h != nil {
+			h.key = res.key
+		}
+		return h, err
 	}
 	if n >= int64(capacity) {
 		return nil, nil
@@ -99,7 +116,44 @@ func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl in
 	if err := tx.Table(st.table).Create(&hr).Error; err != nil {
 		return nil, err
 	}
-	return hr.hold(st.table), nil
+	h := hr.hold(st.table)
+	h.key = res.key
+	return h, nil
+}
+
+// checkIsolation refuses a caller's transaction that reads one snapshot
+// throughout (PostgreSQL REPEATABLE READ and SERIALIZABLE, SQL Server
+// SNAPSHOT): if the caller read anything before Acquire, its count would
+// miss the holds granted since, and the resource would be oversold.
+// PostgreSQL's SERIALIZABLE would not catch it, since the other acquirers'
+// transactions are not serializable.
+func checkIsolation(tx *gorm.DB, st statements) error {
+	q := st.isolation()
+	if q == "" {
+		return nil
+	}
+	var level string
+	if _, err := scanOne(tx, q, nil, &level); err != nil {
+		return fmt.Errorf("reading the transaction's isolation level on %s: %w", st.d, err)
+	}
+	if st.snapshotIsolation(level) {
+		name := strings.ToUpper(level)
+		if st.d.Kind == dialects.SQLServer {
+			name = "SNAPSHOT"
+		}
+		return &dialects.UnsupportedError{
+			Dialect: st.d.String(),
+			Feature: "holds.Acquire inside a " + name + " transaction",
+			Reason:  "its snapshot may predate the resource's lock and miss holds granted since; call Acquire outside the transaction, or in one at READ COMMITTED",
+		}
+	}
+	return nil
+}
+
+// inTransaction reports whether db runs inside a caller's transaction.
+func inTransaction(db *gorm.DB) bool {
+	c, ok := db.Statement.ConnPool.(gorm.TxCommitter)
+	return ok && c != nil
 }
 
 // begin checks db and the database, and returns a session of db with no

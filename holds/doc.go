@@ -61,13 +61,35 @@
 // three times, and each replay reads the count afresh under a fresh lock, so
 // it may well grant nothing. After the third replay the error is returned.
 //
+// The count must see every hold committed before the resource row's lock
+// was granted, whatever the isolation level. Acquire's own transaction
+// locks before it reads anything, and runs at READ COMMITTED on PostgreSQL
+// and SQL Server (where a REPEATABLE READ session default would otherwise
+// fix the snapshot before the lock wait).
+//
 // When db is already a transaction, Acquire runs inside it under a
 // savepoint, replays by rolling back to that savepoint, and never commits or
 // rolls back the caller's work. The hold, and the lock on the resource row,
 // then last until the caller's transaction ends. Note that MySQL and MariaDB
 // roll back the whole transaction of a deadlock victim: the savepoint is gone
 // with it, and Acquire returns the error for the caller to replay its own
-// transaction.
+// transaction. The caller's transaction may already have read something,
+// and so fixed a snapshot older than the lock:
+//
+//   - PostgreSQL: Acquire runs only in a READ COMMITTED transaction (the
+//     default). In a REPEATABLE READ or SERIALIZABLE one it returns an error
+//     matching dialects.ErrUnsupported before writing anything: its
+//     snapshot cannot see holds granted since, and SERIALIZABLE's conflict
+//     detection does not cover Acquire's own READ COMMITTED transactions.
+//   - MySQL and MariaDB: the count is a locking read (FOR SHARE, or LOCK IN
+//     SHARE MODE), which always sees the latest committed holds. At
+//     REPEATABLE READ (the default) it also takes gap locks until the
+//     caller commits, which can make acquirers of neighbouring resources
+//     wait; at READ COMMITTED it does not.
+//   - SQL Server: a SNAPSHOT transaction is refused as on PostgreSQL.
+//   - SQLite: with _txlock=immediate the caller's transaction holds the
+//     writer lock from BEGIN; with deferred transactions a stale snapshot
+//     fails with SQLITE_BUSY_SNAPSHOT ("database is locked").
 //
 // # Active holds and the database clock
 //
@@ -79,7 +101,10 @@
 // until Release.
 //
 // A holder that already has an active hold on a resource gets that hold
-// back from Acquire instead of a second slot.
+// back from Acquire instead of a second slot. Extend takes the resource's
+// row lock as Acquire does, so that no acquirer counts a hold as expired
+// while its extension is still uncommitted; Release needs no lock, since it
+// only ever frees a slot.
 //
 // # Reads
 //

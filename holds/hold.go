@@ -30,6 +30,9 @@ type Hold struct {
 	// table is the holds table the hold lives in, as Acquire or ActiveFor
 	// found it; "" for a Hold built by hand.
 	table string
+	// key is the resource's primary key column, which Extend locks the
+	// resource row by; "" for a Hold built by hand.
+	key string
 }
 
 // holdRow is the hold as stored. Times are epoch milliseconds of the

@@ -30,6 +30,9 @@ func ActiveFor(ctx context.Context, db *gorm.DB, resource Holdable, holder strin
 	if err != nil {
 		return nil, fmt.Errorf("holds: reading %q's hold on %s %s on %s: %w", holder, res.table, res.id, d, err)
 	}
+	if h != nil {
+		h.key = res.key
+	}
 	return h, nil
 }
 

@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,6 +39,12 @@ func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) error {
 // expired cannot be extended (ErrNotActive): its slot may already be
 // someone else's. On success h.ExpiresAt is set from the database. The
 // holds table is found as Release finds it.
+//
+// Extend queues on the resource's row lock, as Acquire does, so that no
+// acquirer can count the hold as expired while its extension is still to be
+// committed; inside a caller's transaction (under a savepoint, as Acquire)
+// that lock lasts until the transaction ends. For a Hold built by hand, the
+// resource's primary key column is looked up in the database first.
 func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts ...Option) error {
 	if ttl < 0 {
 		return fmt.Errorf("%w: negative TTL %v", ErrInvalid, ttl)
@@ -46,14 +53,61 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 	if err != nil {
 		return err
 	}
-	var r *gorm.DB
-	if ms := ttlMillis(ttl); ms > 0 {
-		r = sess.Exec(st.extend(), ms, h.ID)
+	var got *Hold
+	err = run(ctx, sess, st, func(tx *gorm.DB) (err error) {
+		got, err = extendOnce(tx, st, h, ttlMillis(ttl))
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrInvalid) {
+			return fmt.Errorf("holds: extending hold %d: %w", h.ID, err)
+		}
+		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, err)
+	}
+	h.ExpiresAt = got.ExpiresAt
+	return nil
+}
+
+// extendOnce is one attempt of Extend: read which resource the hold is on,
+// lock that resource's row, and move the expiry if the hold is active.
+func extendOnce(tx *gorm.DB, st statements, h *Hold, ttl int64) (*Hold, error) {
+	cur, err := readHold(tx, st, st.byID(), h.ID)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("%w in %s", ErrNotFound, st.table)
+	}
+	key := h.key
+	if key == "" || h.ResourceType != cur.ResourceType {
+		if key, err = primaryKey(tx, cur.ResourceType); err != nil {
+			return nil, err
+		}
+	}
+	// A resource row that is gone locks nothing, but then no acquirer can
+	// take its slot either (Acquire needs the row).
+	lock, read := st.lockResource(cur.ResourceType, key)
+	if lock != "" {
+		if err := tx.Exec(lock, cur.ResourceID).Error; err != nil {
+			return nil, err
+		}
 	} else {
-		r = sess.Exec(st.extendForever(), h.ID)
+		rows, err := tx.Raw(read, cur.ResourceID).Rows()
+		if err != nil {
+			return nil, err
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	var r *gorm.DB
+	if ttl > 0 {
+		r = tx.Exec(st.extend(), ttl, h.ID)
+	} else {
+		r = tx.Exec(st.extendForever(), h.ID)
 	}
 	if r.Error != nil {
-		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, r.Error)
+		return nil, r.Error
 	}
 	query := st.byID()
 	if r.RowsAffected == 0 {
@@ -61,18 +115,33 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 		// not matched ones) its expiry was already what was asked.
 		query = st.activeByID()
 	}
-	got, err := readHold(sess, st, query, h.ID)
+	got, err := readHold(tx, st, query, h.ID)
 	if err != nil {
-		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, st.d, err)
+		return nil, err
 	}
 	if got == nil {
-		if exists, err := readHold(sess, st, st.byID(), h.ID); err == nil && exists == nil {
-			return fmt.Errorf("holds: extending hold %d: %w in %s", h.ID, ErrNotFound, st.table)
-		}
-		return fmt.Errorf("holds: extending hold %d: %w", h.ID, ErrNotActive)
+		return nil, ErrNotActive
 	}
-	h.ExpiresAt = got.ExpiresAt
-	return nil
+	return got, nil
+}
+
+// primaryKey finds the single primary key column of a resource table, for a
+// Hold built by hand.
+func primaryKey(tx *gorm.DB, table string) (string, error) {
+	cols, err := tx.Migrator().ColumnTypes(table)
+	if err != nil {
+		return "", fmt.Errorf("finding the primary key of %s: %w", table, err)
+	}
+	var keys []string
+	for _, c := range cols {
+		if pk, ok := c.PrimaryKey(); ok && pk {
+			keys = append(keys, c.Name())
+		}
+	}
+	if len(keys) != 1 {
+		return "", fmt.Errorf("%w: resource table %s has %d primary key columns, want 1", ErrInvalid, table, len(keys))
+	}
+	return keys[0], nil
 }
 
 // holdCall checks the arguments of a call on one hold and finds its table.

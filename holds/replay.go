@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,11 +20,23 @@ const maxReplays = 3
 // run runs fn in a transaction of its own, or, when db already is a
 // transaction, under a savepoint inside it; either way it replays fn on
 // retryable errors.
+//
+// A transaction of its own runs at READ COMMITTED on PostgreSQL and SQL
+// Server, whatever the session's default: at PostgreSQL's REPEATABLE READ
+// the first statement's snapshot predates the wait for the resource row's
+// lock, and the count would miss the hold that the previous lock holder
+// committed. MySQL and MariaDB need no such option: there a locking read
+// opens no snapshot, so the first plain read (the count) comes after the
+// lock; SQLite's writer lock is taken by the first statement.
 func run(ctx context.Context, db *gorm.DB, st statements, fn func(tx *gorm.DB) error) error {
-	if c, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok && c != nil {
+	if inTransaction(db) {
 		return replay(ctx, maxReplays, func() error { return underSavepoint(db, st, fn) })
 	}
-	return replay(ctx, maxReplays, func() error { return db.Transaction(fn) })
+	var opts []*sql.TxOptions
+	if st.d.Kind == dialects.Postgres || st.d.Kind == dialects.SQLServer {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
+	return replay(ctx, maxReplays, func() error { return db.Transaction(fn, opts...) })
 }
 
 // replay calls try, and calls it again, at most replays more times, while

@@ -58,12 +58,55 @@ func (s statements) lockResource(table, key string) (lock, read string) {
 	return "", "SELECT * FROM " + t + " WHERE " + k + " = ? " + s.d.LockSQL(dialects.ForUpdate)
 }
 
-// count reads, without locking, the number of active holds of a resource,
-// the id of the given holder's active hold if any, and the database clock.
-// Arguments: holder, resource type, resource id.
-func (s statements) count() string {
-	return "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), " + s.now +
+// count reads the number of active holds of a resource, the id of the given
+// holder's active hold if any, and the database clock. Arguments: holder,
+// resource type, resource id.
+//
+// The count takes no lock, except with share on MySQL and MariaDB, where
+// Acquire asks for one inside a caller's transaction: there a plain SELECT
+// may read a REPEATABLE READ snapshot taken before the resource row was
+// locked, and miss holds committed since; a locking read always sees the
+// latest committed rows.
+func (s statements) count(share bool) string {
+	q := "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), " + s.now +
 		" FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
+	if share && s.d.IsMySQLFamily() {
+		q += " " + s.d.LockSQL(dialects.ForShare)
+	}
+	return q
+}
+
+// isolation returns the query that reads the isolation level of the
+// transaction it runs in, where a caller's transaction could read a
+// snapshot older than the resource row's lock; "" where Acquire needs no
+// check (MySQL and MariaDB count with a locking read instead, SQLite has one
+// writer). PostgreSQL answers a name ("read committed"), SQL Server a
+// number (5 is SNAPSHOT).
+func (s statements) isolation() string {
+	switch s.d.Kind {
+	case dialects.Postgres:
+		return "SELECT current_setting('transaction_isolation')"
+	case dialects.SQLServer:
+		return "SELECT CAST(transaction_isolation_level AS VARCHAR(2)) FROM sys.dm_exec_sessions WHERE session_id = @@SPID"
+	}
+	return ""
+}
+
+// snapshotIsolation reports whether an isolation level, as the isolation
+// query answered it, reads one snapshot for the whole transaction. Such a
+// transaction could count the holds as they were before the resource row
+// was locked, so Acquire refuses to run in it. That includes PostgreSQL's
+// SERIALIZABLE: its conflict detection covers only transactions that are
+// serializable too, and Acquire's own transactions run at READ COMMITTED.
+func (s statements) snapshotIsolation(level string) bool {
+	switch s.d.Kind {
+	case dialects.Postgres:
+		l := strings.ToLower(strings.TrimSpace(level))
+		return l != "read committed" && l != "read uncommitted"
+	case dialects.SQLServer:
+		return strings.TrimSpace(level) == "5"
+	}
+	return false
 }
 
 // countActive counts a resource's active holds. Arguments: resource type,

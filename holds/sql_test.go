@@ -36,7 +36,7 @@ func TestLockResourceSQL(t *testing.T) {
 }
 
 func TestCountSQL(t *testing.T) {
-	got := stmts("sqlserver", "").count()
+	got := stmts("sqlserver", "").count(true)
 	want := "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()) " +
 		"FROM [app_holds] WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL AND " +
 		"(expires_at IS NULL OR expires_at > DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()))"
@@ -44,13 +44,46 @@ func TestCountSQL(t *testing.T) {
 		t.Errorf("count:\n got %s\nwant %s", got, want)
 	}
 	pg := stmts("postgres", "")
-	if !strings.Contains(pg.count(), "expires_at > CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)") {
-		t.Errorf("PostgreSQL count does not judge expiry by the database clock: %s", pg.count())
+	if !strings.Contains(pg.count(false), "expires_at > CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)") {
+		t.Errorf("PostgreSQL count does not judge expiry by the database clock: %s", pg.count(false))
 	}
-	// Reads never lock.
-	for _, q := range []string{pg.count(), pg.countActive(), pg.activeFor(), pg.byID()} {
-		if strings.Contains(q, "FOR UPDATE") || strings.Contains(q, "FOR SHARE") {
+	// Reads never lock, except the count inside a caller's transaction on
+	// MySQL and MariaDB, which must not read a REPEATABLE READ snapshot.
+	my, maria := stmts("mysql", "8.0.36"), stmts("mysql", "10.11.6-MariaDB")
+	for _, q := range []string{pg.count(false), pg.count(true), pg.countActive(), pg.activeFor(), pg.byID(), my.count(false), maria.count(false)} {
+		if strings.Contains(q, "FOR UPDATE") || strings.Contains(q, "FOR SHARE") || strings.Contains(q, "SHARE MODE") {
 			t.Errorf("a read locks: %s", q)
+		}
+	}
+	if q := my.count(true); !strings.HasSuffix(q, ")) FOR SHARE") {
+		t.Errorf("MySQL count in a caller's transaction: %s", q)
+	}
+	if q := maria.count(true); !strings.HasSuffix(q, ")) LOCK IN SHARE MODE") {
+		t.Errorf("MariaDB count in a caller's transaction: %s", q)
+	}
+}
+
+func TestIsolationCheck(t *testing.T) {
+	cases := []struct {
+		dialector, level string
+		query, refused   bool
+	}{
+		{"postgres", "read committed", true, false},
+		{"postgres", "repeatable read", true, true},
+		{"postgres", "serializable", true, true},
+		{"postgres", "read uncommitted", true, false},
+		{"sqlserver", "2", true, false},
+		{"sqlserver", "5", true, true},
+		{"mysql", "REPEATABLE-READ", false, false},
+		{"sqlite", "", false, false},
+	}
+	for _, c := range cases {
+		st := stmts(c.dialector, "")
+		if got := st.isolation() != ""; got != c.query {
+			t.Errorf("%s: isolation query %q", c.dialector, st.isolation())
+		}
+		if got := st.snapshotIsolation(c.level); got != c.refused {
+			t.Errorf("%s %q: refused = %v, want %v", c.dialector, c.level, got, c.refused)
 		}
 	}
 }

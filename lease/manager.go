@@ -14,8 +14,9 @@ import (
 // Stores keep long names as a hash, so the limit only stops runaway input.
 const MaxNameLength = 1024
 
-// storeTimeout bounds the store calls Do makes after fn's context may have
-// ended: the release, and KeepAlive refreshes of leases without a TTL.
+// storeTimeout bounds the store calls made on a context detached from the
+// caller's, which may have ended: Do's release, KeepAlive refreshes of
+// leases without a TTL, and the release after a failed acquire.
 const storeTimeout = 5 * time.Second
 
 // Manager takes, refreshes and releases leases on one Store. It is safe
@@ -46,7 +47,10 @@ func NewManager(store Store, opts ...ManagerOption) *Manager {
 // Acquire takes the lease on name, waiting for it as long as the Wait
 // option allows. It returns an error that matches ErrNotAcquired when the
 // lease stayed held by someone else, and a wrapped store error when the
-// store could not answer. The caller must Release the returned Lease.
+// store could not answer. After a failed store call it asks the store to
+// release the name under the new handle's owner token, in case the store
+// took the lease but its answer was lost. The caller must Release the
+// returned Lease.
 func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	o, err := m.check(ctx, name, opts)
 	if err != nil {
@@ -188,6 +192,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		}
 		fence, ok, err := m.store.Acquire(ctx, name, owner, o.ttl)
 		if err != nil {
+			m.abandon(ctx, name, owner)
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: cerr}
 			}
@@ -216,6 +221,19 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		case <-timer.C:
 		}
 	}
+}
+
+// abandon releases name for owner after an Acquire that failed. The store
+// may have taken the lease before the error reached the caller (its reply
+// lost to a timeout, a cancelled context or a broken connection); nobody
+// else has the owner token, so only this call can free it, and a lease
+// without TTL would otherwise stay held by nobody. If it was not taken, the
+// release is refused and changes nothing. It runs on a context detached
+// from ctx, which may be the very reason the acquire failed.
+func (m *Manager) abandon(ctx context.Context, name, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	_, _ = m.store.Release(rctx, name, owner)
 }
 
 // nextPoll draws the next retry delay from [poll/2, 3*poll/2).

@@ -23,6 +23,10 @@ type row struct {
 	entity  any           // what ConcurrencyError.Entity reports
 	version Version       // the version it was loaded with
 	pk      []any
+	// also is a second struct that carries the row's version, when the
+	// version came from the values given to Updates rather than from the
+	// model (see loadedDest); it gets the new version too.
+	also reflect.Value
 }
 
 // state is what the guard callback leaves for the check callback.
@@ -33,6 +37,9 @@ type state struct {
 	loaded  bool  // every row has a primary key and a version
 	guarded bool  // the statement carries the version condition
 	bumped  bool  // a soft delete's UPDATE got the increment
+	// withKey: the rows were found where GORM does not take its primary
+	// key condition from, so the guard brings the key itself.
+	withKey bool
 	userSet *clause.Clause
 	// A statement guarding several rows runs behind a savepoint, or in a
 	// transaction of its own whose pool is kept here.
@@ -121,7 +128,11 @@ func withBump(set []clause.Assignment, f *schema.Field) []clause.Assignment {
 // collect returns the models the statement writes, and whether every one of
 // them is loaded (non-zero primary key and version).
 func collect(stmt *gorm.Statement, f *schema.Field) ([]row, bool, error) {
-	rv := stmt.ReflectValue
+	return collectValue(stmt, f, stmt.ReflectValue)
+}
+
+// collectValue is collect for rv, a struct or a slice of the model.
+func collectValue(stmt *gorm.Statement, f *schema.Field, rv reflect.Value) ([]row, bool, error) {
 	switch rv.Kind() {
 	case reflect.Struct:
 		r, loaded, err := rowOf(stmt, f, rv, rv)
@@ -188,10 +199,77 @@ func rowOf(stmt *gorm.Statement, f *schema.Field, e, s reflect.Value) (row, bool
 // can be written (not the copies the generics API passes).
 func setVersions(stmt *gorm.Statement, f *schema.Field, rows []row, delta Version) {
 	for _, r := range rows {
-		if r.value.CanAddr() {
-			stmt.AddError(f.Set(stmt.Context, r.value, r.version+delta))
+		for _, v := range []reflect.Value{r.value, r.also} {
+			if v.IsValid() && v.CanAddr() {
+				stmt.AddError(f.Set(stmt.Context, v, r.version+delta))
+			}
 		}
 	}
+}
+
+// ofModelType returns v's struct or slice of structs, pointers followed,
+// when its elements are of the statement's model type.
+func ofModelType(stmt *gorm.Statement, v any) (reflect.Value, bool) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Ptr && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	t := rv.Type()
+	if k := rv.Kind(); k == reflect.Slice || k == reflect.Array {
+		t = t.Elem()
+		for t.Kind() == reflect.Ptr {
+			t = t.Elem()
+		}
+	} else if k != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	return rv, t == stmt.Schema.ModelType
+}
+
+// loadedModel returns the rows of the statement's Model when the value
+// given to Delete is another, addressable one (Delete(&T{}) on
+// Model(&loaded)) and the Model is loaded: GORM then deletes the Model's
+// row, by its key, so the Model's version guards the delete.
+func loadedModel(stmt *gorm.Statement, f *schema.Field) ([]row, bool) {
+	if stmt.Model == nil || stmt.Model == stmt.Dest || !stmt.ReflectValue.CanAddr() {
+		return nil, false
+	}
+	rv, ok := ofModelType(stmt, stmt.Model)
+	if !ok {
+		return nil, false
+	}
+	rows, loaded, err := collectValue(stmt, f, rv)
+	return rows, err == nil && loaded
+}
+
+// loadedDest returns the row of an update whose Model carries no version
+// but whose values are a loaded struct of the same model, as in
+// db.Model(&Book{ID: id}).Updates(&book): the version the values were read
+// at guards the update instead of being dropped. The primary key is the
+// Model's, or the values' when the Model has none.
+func loadedDest(stmt *gorm.Statement, f *schema.Field, model row) (row, bool, bool) {
+	if stmt.Dest == nil || stmt.Dest == stmt.Model || len(stmt.Schema.PrimaryFields) == 0 {
+		return row{}, false, false
+	}
+	dv, ok := ofModelType(stmt, stmt.Dest)
+	if !ok || dv.Kind() != reflect.Struct {
+		return row{}, false, false
+	}
+	d, loaded, err := rowOf(stmt, f, reflect.ValueOf(stmt.Dest), dv)
+	if err != nil || d.version == 0 {
+		return row{}, false, false
+	}
+	r := row{value: model.value, entity: d.entity, version: d.version, pk: model.pk, also: dv}
+	for _, pf := range stmt.Schema.PrimaryFields {
+		if _, zero := pf.ValueOf(stmt.Context, model.value); zero {
+			if !loaded {
+				return row{}, false, false
+			}
+			r.pk = d.pk
+			return r, true, true
+		}
+	}
+	return r, false, true
 }
 
 // prepare finds the version field of a statement and the rows it writes.
@@ -226,7 +304,13 @@ func guardUpdate(db *gorm.DB) {
 	if st == nil {
 		return
 	}
-	stmt, f, rows, loaded := db.Statement, st.field, st.rows, st.loaded
+	stmt, f := db.Statement, st.field
+	if !st.loaded && len(st.rows) == 1 {
+		if r, keyFromDest, ok := loadedDest(stmt, f, st.rows[0]); ok {
+			st.rows, st.loaded, st.withKey = []row{r}, true, keyFromDest
+		}
+	}
+	rows, loaded := st.rows, st.loaded
 	var set clause.Set
 	if c, ok := stmt.Clauses["SET"]; ok {
 		s, ok := c.Expression.(clause.Set)
@@ -260,7 +344,7 @@ func guardUpdate(db *gorm.DB) {
 		// With a SET of the caller's own, GORM adds no primary key
 		// condition: the guard brings it, so that it never updates every
 		// row that happens to be at the same version.
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{versionCond{field: f, rows: rows, withKey: st.userSet != nil}}})
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{versionCond{field: f, rows: rows, withKey: st.userSet != nil || st.withKey}}})
 		if len(rows) > 1 {
 			beginBatch(db, st)
 		}
@@ -276,7 +360,13 @@ func guardDelete(db *gorm.DB) {
 	if st == nil {
 		return
 	}
-	stmt, f, rows, loaded := db.Statement, st.field, st.rows, st.loaded
+	stmt, f := db.Statement, st.field
+	if !st.loaded {
+		if rows, ok := loadedModel(stmt, f); ok {
+			st.rows, st.loaded = rows, true
+		}
+	}
+	rows, loaded := st.rows, st.loaded
 	if loaded && !skipped(stmt) {
 		st.guarded = true
 		stmt.AddClause(clause.Where{Exprs: []clause.Expression{versionCond{field: f, rows: rows}}})

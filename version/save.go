@@ -33,7 +33,7 @@ func createWith(create func(*gorm.DB)) func(*gorm.DB) {
 		}
 		if c, ok := stmt.Clauses["ON CONFLICT"]; ok {
 			if oc, ok := c.Expression.(clause.OnConflict); ok && !oc.DoNothing {
-				if isSliceSave(stmt, f) {
+				if isGuardedSave(stmt, f, oc) {
 					saveEach(db)
 					return
 				}
@@ -53,16 +53,24 @@ func createWith(create func(*gorm.DB)) func(*gorm.DB) {
 	}
 }
 
-// isSliceSave reports whether the statement is Save of a slice (GORM marks
-// it with gorm:update_track_time) holding at least one loaded model, which
-// the guard must not let GORM upsert. Under SkipVersionCheck it is left to
-// GORM's upsert.
-func isSliceSave(stmt *gorm.Statement, f *schema.Field) bool {
-	rv := stmt.ReflectValue
-	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array || skipped(stmt) {
+// isGuardedSave reports whether the statement is an upsert that GORM makes
+// out of a Save, holding at least one loaded model, which the guard must
+// not let GORM upsert: Save of a slice (GORM marks it with
+// gorm:update_track_time), and, with FullSaveAssociations, the save of a
+// model's associations (an ON CONFLICT ... UpdateAll create of a struct or
+// a slice). Under SkipVersionCheck it is left to GORM's upsert.
+func isGuardedSave(stmt *gorm.Statement, f *schema.Field, oc clause.OnConflict) bool {
+	if skipped(stmt) {
 		return false
 	}
-	if _, ok := stmt.Settings.Load("gorm:update_track_time"); !ok {
+	rv := stmt.ReflectValue
+	switch k := rv.Kind(); {
+	case stmt.DB.FullSaveAssociations && oc.UpdateAll && (k == reflect.Struct || k == reflect.Slice || k == reflect.Array):
+	case k == reflect.Slice || k == reflect.Array:
+		if _, ok := stmt.Settings.Load("gorm:update_track_time"); !ok {
+			return false
+		}
+	default:
 		return false
 	}
 	rows, _, err := collect(stmt, f)
@@ -77,8 +85,8 @@ func isSliceSave(stmt *gorm.Statement, f *schema.Field) bool {
 	return false
 }
 
-// saveEach saves every element of a slice with its own Save: an INSERT for
-// a new element, a guarded UPDATE for a loaded one. It runs them in the
+// saveEach saves every element of a slice (or the one struct) with its own
+// Save: an INSERT for a new element, a guarded UPDATE for a loaded one. It runs them in the
 // statement's transaction (GORM's default one), or else in a transaction of
 // its own, or a savepoint inside the caller's transaction, so that one
 // stale element leaves every row unchanged. Hooks were already run by the
@@ -92,10 +100,17 @@ func saveEach(db *gorm.DB) {
 		version Version
 		newRow  bool
 	}
-	elems := make([]elem, rv.Len())
+	at := rv.Index
+	n := 0
+	if rv.Kind() == reflect.Struct {
+		at, n = func(int) reflect.Value { return rv }, 1
+	} else {
+		n = rv.Len()
+	}
+	elems := make([]elem, n)
 	f, _ := versionField(stmt.Schema, opCreate)
 	for i := range elems {
-		e := rv.Index(i)
+		e := at(i)
 		var ptr any
 		switch {
 		case e.Kind() == reflect.Ptr && !e.IsNil():

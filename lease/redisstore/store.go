@@ -156,7 +156,13 @@ func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration
 }
 
 // millis rounds ttl up to whole milliseconds: a TTL under a millisecond
-// must not become 0, "no expiry".
+// must not become 0, "no expiry". It divides before rounding, so that the
+// longest TTLs do not overflow into a negative one (which the scripts would
+// read as no expiry).
 func millis(ttl time.Duration) int64 {
-	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }

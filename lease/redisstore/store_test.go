@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -62,8 +63,8 @@ func TestBadInput(t *testing.T) {
 	if _, err := s.Refresh(ctx, "n", "o", -time.Second); err == nil {
 		t.Error("negative TTL accepted")
 	}
-	if millis(time.Nanosecond) != 1 || millis(0) != 0 || millis(1500*time.Microsecond) != 2 {
-		t.Error("TTLs must round up to whole milliseconds, never down to 0 (no expiry)")
+	if millis(time.Nanosecond) != 1 || millis(0) != 0 || millis(1500*time.Microsecond) != 2 || millis(math.MaxInt64) <= 0 {
+		t.Error("TTLs must round up to whole milliseconds, never down to 0 (no expiry) nor overflow")
 	}
 }
 

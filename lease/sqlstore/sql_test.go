@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -275,5 +277,9 @@ func TestStoreRefusesBadArguments(t *testing.T) {
 	v, _ := s.values(ctx, "n", "o", 1) // 1ns
 	if v.ttl != 1 {
 		t.Errorf("a 1 ns TTL became %d ms; it must round up, not to 0 (no expiry)", v.ttl)
+	}
+	// The longest TTL must not overflow into a negative, already expired one.
+	if v, _ := s.values(ctx, "n", "o", math.MaxInt64); v.ttl != int64(math.MaxInt64/time.Millisecond)+1 {
+		t.Errorf("TTL(math.MaxInt64) became %d ms", v.ttl)
 	}
 }

@@ -243,9 +243,18 @@ func (s *Store) values(ctx context.Context, name, owner string, ttl time.Duratio
 	case ttl < 0:
 		return values{}, fmt.Errorf("sqlstore: negative TTL %v", ttl)
 	}
-	// Round up: a TTL under a millisecond must not become 0, "no expiry".
-	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	return values{name: key(name), owner: owner, ttl: ms}, nil
+	return values{name: key(name), owner: owner, ttl: millis(ttl)}, nil
+}
+
+// millis rounds ttl up to whole milliseconds: a TTL under a millisecond
+// must not become 0, "no expiry". It divides before rounding, so that the
+// longest TTLs do not overflow into a negative (already expired) one.
+func millis(ttl time.Duration) int64 {
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
 
 func (s *Store) exec(ctx context.Context, query string, args []any) (sql.Result, error) {

@@ -251,7 +251,8 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 	if bc, ok := c.Conn.(driver.ConnBeginTx); ok {
 		return bc.BeginTx(ctx, opts)
 	}
-	return c.Conn.Begin() //nolint:staticcheck // drivers without BeginTx
+	//lint:ignore SA1019 the fallback for drivers without BeginTx
+	return c.Conn.Begin()
 }
 
 func (c *countingConn) Ping(ctx context.Context) error {

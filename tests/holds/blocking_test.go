@@ -2,19 +2,24 @@ package holds_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
-// TestOtherResourceNotBlocked: while a transaction holds resource A's row
-// and an uncommitted hold on A, an Acquire on resource B (the neighbouring
-// key) returns at once. On InnoDB this fails if the count takes gap locks.
-// SQLite has one writer per database, so there B waits by design.
+// TestOtherResourceNotBlocked: while an Acquire on resource A is paused
+// inside its own transaction, after locking A's row, counting and inserting
+// its hold, an Acquire on resource B (the neighbouring key) returns at once.
+// On InnoDB this fails if the count takes gap locks. The same holds for an
+// Acquire inside a caller's READ COMMITTED transaction. SQLite has one
+// writer per database, so there B waits by design.
 func TestOtherResourceNotBlocked(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
 		if tg.Is(dialects.SQLite) {
@@ -22,34 +27,72 @@ func TestOtherResourceNotBlocked(t *testing.T) {
 		}
 		setup(t, tg)
 		ctx := context.Background()
-		a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
 
-		tx := tg.DB.Begin()
-		must(t, tx.Error)
-		defer tx.Rollback()
-		ha, err := holds.Acquire(ctx, tx, a, "user:a", inTable)
-		if err != nil || ha == nil {
-			t.Fatalf("acquire A in the open transaction: %+v, %v", ha, err)
-		}
+		t.Run("own transaction", func(t *testing.T) {
+			a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
+			paused := testdb.Open(t, tg.Kind(), nil)
+			inserted, proceed := make(chan struct{}), make(chan struct{})
+			must(t, paused.DB.Callback().Create().After("gorm:create").Register("holds_test:pause", func(tx *gorm.DB) {
+				if tx.Statement.Table == holdsTable {
+					close(inserted)
+					<-proceed
+				}
+			}))
+			type result struct {
+				h   *holds.Hold
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				h, err := holds.Acquire(ctx, paused.DB, a, "user:a", inTable)
+				done <- result{h, err}
+			}()
+			defer func() {
+				close(proceed)
+				if r := <-done; r.err != nil || r.h == nil {
+					t.Errorf("the paused acquirer of A: %+v, %v", r.h, r.err)
+				}
+			}()
+			select {
+			case <-inserted:
+			case r := <-done:
+				t.Fatalf("the acquirer of A finished without pausing: %+v, %v", r.h, r.err)
+			}
+			expectANotB(t, tg, a, b)
+		})
 
-		// Proof that A really is locked: another acquirer of A waits until
-		// its deadline.
-		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		defer cancel()
-		if h, err := holds.Acquire(short, tg.DB, a, "user:a2", inTable); err == nil {
-			t.Fatalf("acquire A while A is locked returned %+v, nil; want to wait until the deadline", h)
-		}
-
-		bounded, cancel2 := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel2()
-		start := time.Now()
-		hb, err := holds.Acquire(bounded, tg.DB, b, "user:b", inTable)
-		took := time.Since(start)
-		if err != nil || hb == nil {
-			t.Fatalf("acquire B while A is locked: %+v, %v after %v; want a hold at once", hb, err, took)
-		}
-		t.Logf("%s: acquire B while A is locked took %v", tg.Name, took)
+		t.Run("caller's READ COMMITTED transaction", func(t *testing.T) {
+			a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
+			tx := tg.DB.Begin(&sql.TxOptions{Isolation: sql.LevelReadCommitted})
+			must(t, tx.Error)
+			defer tx.Rollback()
+			if ha, err := holds.Acquire(ctx, tx, a, "user:a", inTable); err != nil || ha == nil {
+				t.Fatalf("acquire A in the open transaction: %+v, %v", ha, err)
+			}
+			expectANotB(t, tg, a, b)
+		})
 	})
+}
+
+// expectANotB checks that a second acquirer of a waits (its row is locked)
+// while an acquirer of b gets a hold at once.
+func expectANotB(t *testing.T, tg *testdb.Target, a, b *seat) {
+	t.Helper()
+	ctx := context.Background()
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if h, err := holds.Acquire(short, tg.DB, a, "user:a2", inTable); err == nil {
+		t.Fatalf("acquire A while A is locked returned %+v, nil; want to wait until the deadline", h)
+	}
+	bounded, cancel2 := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel2()
+	start := time.Now()
+	hb, err := holds.Acquire(bounded, tg.DB, b, "user:b", inTable)
+	took := time.Since(start)
+	if err != nil || hb == nil {
+		t.Fatalf("acquire B while A is locked: %+v, %v after %v; want a hold at once", hb, err, took)
+	}
+	t.Logf("%s: acquire B while A is locked took %v", tg.Name, took)
 }
 
 // TestLockingCountBlocksOthersOnInnoDB proves that TestOtherResourceNotBlocked

@@ -149,6 +149,23 @@ func TestRefusedBeforeSending(t *testing.T) {
 		{"postgres", "PrepareStmt transaction counts as one", nil, func(db *gorm.DB) error {
 			return inTx(findLocked(lockplugin.ForUpdate()))(db.Session(&gorm.Session{PrepareStmt: true}))
 		}, errFakePool, 0},
+		{"postgres", "PrepareStmt outside a transaction", nil, func(db *gorm.DB) error {
+			return findLocked(lockplugin.ForUpdate())(db.Session(&gorm.Session{PrepareStmt: true}))
+		}, lockplugin.ErrNotInTransaction, 0},
+		{"postgres", "Session inside a transaction", nil, inTx(func(tx *gorm.DB) error {
+			return findLocked(lockplugin.ForUpdate())(tx.Session(&gorm.Session{}))
+		}), errFakePool, 1},
+		{"postgres", "NewDB session and WithContext inside a transaction", nil, inTx(func(tx *gorm.DB) error {
+			return findLocked(lockplugin.ForUpdate())(tx.Session(&gorm.Session{NewDB: true}).WithContext(t.Context()))
+		}), errFakePool, 1},
+		{"postgres", "Begin", nil, func(db *gorm.DB) error {
+			tx := db.Begin()
+			defer tx.Rollback()
+			return findLocked(lockplugin.ForUpdate())(tx)
+		}, errFakePool, 1},
+		{"postgres", "the outer *gorm.DB used inside a transaction", nil, func(db *gorm.DB) error {
+			return db.Transaction(func(*gorm.DB) error { return findLocked(lockplugin.ForUpdate())(db) })
+		}, lockplugin.ErrNotInTransaction, 0},
 		{"mariadb", "FOR NO KEY UPDATE", nil, inTx(findLocked(lockplugin.ForNoKeyUpdate())), lockplugin.ErrUnsupported, 0},
 		{"mariadb", "Of", nil, inTx(findLocked(lockplugin.ForUpdate(lockplugin.Of("lk_jobs")))), lockplugin.ErrUnsupported, 0},
 		{"mariadb", "FOR SHARE SKIP LOCKED", nil, inTx(findLocked(lockplugin.ForShare(lockplugin.SkipLocked))), errFakePool, 1},
@@ -203,22 +220,76 @@ func TestLockNotAvailableWrapped(t *testing.T) {
 			db, pool := fakeDB(t, c.kind)
 			pool.fail = c.driver
 			var jobs []lkJob
-			err := db.Transaction(func(tx *gorm.DB) error {
-				return tx.Clauses(lockplugin.ForUpdate(lockplugin.NoWait)).Find(&jobs).Error
-			})
-			if got := errors.Is(err, lockplugin.ErrLockNotAvailable); got != c.wrap {
-				t.Fatalf("errors.Is(%v, ErrLockNotAvailable) = %v, want %v", err, got, c.wrap)
-			}
-			if c.wrap && !c.as(err) {
-				t.Fatalf("the driver's error is not reachable with errors.As in %v", err)
+			for _, p := range lockedReadPaths {
+				err := db.Transaction(func(tx *gorm.DB) error {
+					return p.read(tx, lockplugin.ForUpdate(lockplugin.NoWait))
+				})
+				if got := errors.Is(err, lockplugin.ErrLockNotAvailable); got != c.wrap {
+					t.Fatalf("%s: errors.Is(%v, ErrLockNotAvailable) = %v, want %v", p.name, err, got, c.wrap)
+				}
+				if c.wrap && !c.as(err) {
+					t.Fatalf("%s: the driver's error is not reachable with errors.As in %v", p.name, err)
+				}
 			}
 			// Without a lock, the error is the driver's own.
-			err = db.Transaction(func(tx *gorm.DB) error { return tx.Find(&jobs).Error })
+			err := db.Transaction(func(tx *gorm.DB) error { return tx.Find(&jobs).Error })
 			if errors.Is(err, lockplugin.ErrLockNotAvailable) {
 				t.Fatalf("a read without a lock got wrapped: %v", err)
 			}
 		})
 	}
+}
+
+// lockedReadPaths are the ways GORM reads rows, each returning the error
+// the caller sees. Row() is not among them: GORM's *sql.Row keeps the
+// driver's error until Scan, out of the plugin's reach. Streamed paths
+// (Rows, Scan) read the rows after the plugin's callbacks have run: an
+// error the server sends after the first row (MySQL and MariaDB send the
+// column list first) reaches the caller as the driver's own.
+var lockedReadPaths = []struct {
+	name     string
+	streamed bool
+	read     func(tx *gorm.DB, lock clause.Expression) error
+}{
+	{"Find", false, func(tx *gorm.DB, l clause.Expression) error { var jobs []lkJob; return tx.Clauses(l).Find(&jobs).Error }},
+	{"First", false, func(tx *gorm.DB, l clause.Expression) error { var j lkJob; return tx.Clauses(l).First(&j).Error }},
+	{"Take", false, func(tx *gorm.DB, l clause.Expression) error { var j lkJob; return tx.Clauses(l).Take(&j).Error }},
+	{"Last", false, func(tx *gorm.DB, l clause.Expression) error { var j lkJob; return tx.Clauses(l).Last(&j).Error }},
+	{"FirstOrInit", false, func(tx *gorm.DB, l clause.Expression) error { var j lkJob; return tx.Clauses(l).FirstOrInit(&j).Error }},
+	{"FindInBatches", false, func(tx *gorm.DB, l clause.Expression) error {
+		var jobs []lkJob
+		return tx.Clauses(l).FindInBatches(&jobs, 10, func(*gorm.DB, int) error { return nil }).Error
+	}},
+	{"Pluck", false, func(tx *gorm.DB, l clause.Expression) error {
+		var ids []uint
+		return tx.Clauses(l).Model(&lkJob{}).Pluck("id", &ids).Error
+	}},
+	{"Count", false, func(tx *gorm.DB, l clause.Expression) error {
+		var n int64
+		return tx.Clauses(l).Model(&lkJob{}).Count(&n).Error
+	}},
+	{"Scan", true, func(tx *gorm.DB, l clause.Expression) error {
+		var jobs []lkJob
+		return tx.Clauses(l).Model(&lkJob{}).Scan(&jobs).Error
+	}},
+	{"Rows", true, func(tx *gorm.DB, l clause.Expression) error {
+		rows, err := tx.Clauses(l).Model(&lkJob{}).Rows()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+		}
+		return rows.Err()
+	}},
+	{"generics Find", false, func(tx *gorm.DB, l clause.Expression) error {
+		_, err := gorm.G[lkJob](tx, l).Find(tx.Statement.Context)
+		return err
+	}},
+	{"generics First", false, func(tx *gorm.DB, l clause.Expression) error {
+		_, err := gorm.G[lkJob](tx, l).First(tx.Statement.Context)
+		return err
+	}},
 }
 
 // TestClassifyDriverErrors: dialects classifies the real driver error

@@ -266,6 +266,41 @@ func TestNoWait(t *testing.T) {
 	})
 }
 
+// TestNoWaitEveryReadPath: every way GORM reads rows reports a NOWAIT
+// refusal as ErrLockNotAvailable, not only First. Rows and Scan read the
+// rows after the plugin's callbacks; where the server reports the refusal
+// only after the column list (MySQL, MariaDB), they get the driver's own
+// error, which dialects.IsLockNotAvailable still recognises.
+func TestNoWaitEveryReadPath(t *testing.T) {
+	eachServer(t, func(t *testing.T, tg *testdb.Target) {
+		ctx := liveContext(t)
+		tg.Reset(t, &lkJob{}, &lkCompany{})
+		job := lkJob{ID: 1, State: "queued", Company: lkCompany{Name: "acme"}}
+		if err := tg.DB.WithContext(ctx).Create(&job).Error; err != nil {
+			t.Fatal(err)
+		}
+		tx1 := begin(t, ctx, tg.DB)
+		if err := tx1.Clauses(lockplugin.ForUpdate()).Find(&[]lkJob{}).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range lockedReadPaths {
+			if p.name == "Count" && tg.Is(dialects.Postgres) {
+				continue // PostgreSQL refuses FOR UPDATE with an aggregate
+			}
+			err := tg.DB.WithContext(ctx).Transaction(func(tx2 *gorm.DB) error {
+				return p.read(tx2, lockplugin.ForUpdate(lockplugin.NoWait))
+			})
+			switch {
+			case errors.Is(err, lockplugin.ErrLockNotAvailable):
+			case p.streamed && dialects.IsLockNotAvailable(err):
+				t.Logf("%s on %s: the driver's own error, as documented: %v", p.name, tg.Dialect, err)
+			default:
+				t.Errorf("%s: want ErrLockNotAvailable, got %v", p.name, err)
+			}
+		}
+	})
+}
+
 // TestSkipLocked: with row 1 locked, SKIP LOCKED over rows 1-4 returns
 // 2, 3, 4, through the classic API and the generics API.
 func TestSkipLocked(t *testing.T) {

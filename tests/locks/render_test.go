@@ -269,10 +269,61 @@ func TestRenderShapes(t *testing.T) {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs j").Where("j.state = ?", "queued").Find(&jobs)
 		}, `SELECT * FROM lk_jobs j WITH (UPDLOCK, ROWLOCK) WHERE j.state = @p1`},
+		{"sqlserver", "Table with AS alias", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs AS j").Find(&jobs)
+		}, `SELECT * FROM lk_jobs AS j WITH (UPDLOCK, ROWLOCK)`},
+		{"sqlserver", "Table schema-qualified", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Table("dbo.lk_jobs").Find(&jobs)
+		}, `SELECT * FROM "dbo"."lk_jobs" WITH (UPDLOCK, ROWLOCK)`},
+		{"sqlserver", "Table alias then Joins", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs j").Joins("Company").Find(&jobs)
+		}, `SELECT "j"."id","j"."state","j"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM lk_jobs j WITH (UPDLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "j"."company_id" = "Company"."id"`},
+		{"sqlserver", "InnerJoins", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate(lockplugin.NoWait)).InnerJoins("Company").Find(&jobs)
+		}, `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, NOWAIT) INNER JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK, NOWAIT) ON "lk_jobs"."company_id" = "Company"."id"`},
+		{"sqlserver", "Joins with conditions", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Joins("Company", db.Where(&lkCompany{Name: "acme"})).Find(&jobs)
+		}, `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" AND "Company"."name" = @p1`},
+		{"sqlserver", "FROM clause with raw tables", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate(), clause.From{Tables: []clause.Table{{Name: "lk_jobs", Alias: "j", Raw: true}}}).Find(&jobs)
+		}, `SELECT * FROM lk_jobs j WITH (UPDLOCK, ROWLOCK)`},
+		// A Table expression naming more than one table would be locked
+		// only in part (the hint follows the last one) or be a syntax error.
+		{"sqlserver", "Table with a comma list", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs j, lk_companies c").Find(&jobs)
+		}, `error: FOR UPDATE on a table expression that is not one table is not supported on SQL Server`},
+		{"sqlserver", "Table with a JOIN written in it", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs j JOIN lk_companies c ON c.id = j.company_id").Find(&jobs)
+		}, `error: "lk_jobs j JOIN lk_companies c ON c.id = j.company_id" is not a single table`},
+		{"sqlserver", "Table with a literal subquery", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate()).Table("(SELECT * FROM lk_jobs) AS j").Find(&jobs)
+		}, `error: FOR UPDATE on a table expression that is not one table is not supported on SQL Server`},
+		{"sqlserver", "raw FROM table that is a list", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate(), clause.From{Tables: []clause.Table{{Name: "lk_jobs j, lk_companies", Raw: true}}}).Find(&jobs)
+		}, `error: FOR UPDATE on a table expression that is not one table is not supported on SQL Server`},
+		{"sqlserver", "Table with a comma list, Of a joined table", func(db *gorm.DB) *gorm.DB {
+			var jobs []lkJob
+			return db.Clauses(lockplugin.ForUpdate(lockplugin.Of("c"))).Table("lk_jobs j, lk_companies c").Find(&jobs)
+		}, `invalid: Of names "c", which the query's FROM and JOINs do not contain`},
 		{"sqlserver", "Table as subquery", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Table("(?) AS j", db.Model(&lkJob{})).Find(&jobs)
 		}, "error: FOR UPDATE on a derived table is not supported on SQL Server"},
+		{"sqlserver", "Delete with a lock left on the query takes no hints", func(db *gorm.DB) *gorm.DB {
+			// READPAST on a DELETE would leave locked rows undeleted; every
+			// other database ignores a lock on a write, and so does SQL Server.
+			return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Clauses(lockplugin.ForUpdate(lockplugin.SkipLocked)).Where("state = ?", "done").Delete(&lkJob{})
+		}, `DELETE FROM "lk_jobs" WHERE state = @p1`},
 		{"sqlserver", "Count", func(db *gorm.DB) *gorm.DB {
 			var n int64
 			return db.Clauses(lockplugin.ForUpdate()).Model(&lkJob{}).Count(&n)
@@ -361,6 +412,31 @@ func TestRenderGenerics(t *testing.T) {
 				t.Fatalf("SQL\n got: %s\nwant: %s", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRenderGenericsJoins: the generics API's association joins take the
+// SQL Server hints like Joins; a join of a subquery cannot, and is refused.
+func TestRenderGenericsJoins(t *testing.T) {
+	db := openDry(t, "sqlserver")
+	var got string
+	if err := db.Callback().Query().After("gorm:query").Register("lk:capture", func(tx *gorm.DB) {
+		got = tx.Statement.SQL.String()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := gorm.G[lkJob](db, lockplugin.ForUpdate()).Joins(clause.InnerJoin.Association("Company"), nil).Find(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) INNER JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id"`
+	if got != want {
+		t.Fatalf("SQL\n got: %s\nwant: %s", got, want)
+	}
+	_, err = gorm.G[lkJob](db, lockplugin.ForUpdate()).
+		Joins(clause.InnerJoin.AssociationFrom("Company", gorm.G[lkCompany](db)), nil).Find(t.Context())
+	if !errors.Is(err, lockplugin.ErrUnsupported) || !strings.Contains(err.Error(), "JOIN written as SQL") {
+		t.Fatalf("a join of a subquery: want ErrUnsupported, got %v", err)
 	}
 }
 

@@ -40,9 +40,11 @@ func LostUpdateVersion(ctx context.Context, db *gorm.DB, cfg Config) (Result, er
 		return res, fmt.Errorf("scenario: creating the counter: %w", err)
 	}
 
-	// Generous: a worker can lose several times in a row, but every
-	// conflict means somebody else's increment landed.
-	attempts := 10 * cfg.Workers
+	// Every conflict means somebody else's increment landed, so no
+	// increment can lose more often than there are increments in all: a
+	// worker starved by a loaded machine still finishes, and a bound that
+	// is hit means the guard is broken, not that the box was slow.
+	attempts := cfg.Workers*cfg.Rounds + 1
 	var ops, runs, conflicts atomic.Int64
 	errs, elapsed := Race(cfg.Workers, func(int) error {
 		for i := 0; i < cfg.Rounds; i++ {

@@ -79,6 +79,12 @@ var sqlCases = []sqlCase{
 		}
 		return sent
 	}},
+	{"Updates on a key-only Model", func(db *gorm.DB) *gorm.DB {
+		return db.Model(&Book{ID: 7}).Updates(&Book{ID: 7, Title: "t", Version: 2})
+	}},
+	{"Delete through Model", func(db *gorm.DB) *gorm.DB {
+		return db.Model(&Book{ID: 7, Version: 2}).Delete(&Book{})
+	}},
 	{"upsert", func(db *gorm.DB) *gorm.DB {
 		return db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&Book{ID: 7, Title: "t", Pages: 3, Version: 2})
 	}},
@@ -257,6 +263,42 @@ var wantSQL = map[string]map[string][2]string{
 		"sqlite": {
 			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ?",
 			"string(t) int(3) uint(7)",
+		},
+	},
+	"Updates on a key-only Model": {
+		"postgres": {
+			"UPDATE \"ver_books\" SET \"id\"=$1,\"title\"=$2,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = $3 AND \"ver_books\".\"version\" = $4",
+			"uint(7) string(t) uint(7) int64(2)",
+		},
+		"mysql": {
+			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"uint(7) string(t) uint(7) int64(2)",
+		},
+		"sqlserver": {
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = @p2 AND \"ver_books\".\"version\" = @p3",
+			"string(t) uint(7) int64(2)",
+		},
+		"sqlite": {
+			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"uint(7) string(t) uint(7) int64(2)",
+		},
+	},
+	"Delete through Model": {
+		"postgres": {
+			"DELETE FROM \"ver_books\" WHERE \"ver_books\".\"version\" = $1 AND \"ver_books\".\"id\" = $2",
+			"int64(2) uint(7)",
+		},
+		"mysql": {
+			"DELETE FROM `ver_books` WHERE `ver_books`.`version` = ? AND `ver_books`.`id` = ?",
+			"int64(2) uint(7)",
+		},
+		"sqlserver": {
+			"DELETE FROM \"ver_books\" WHERE \"ver_books\".\"version\" = @p1 AND \"ver_books\".\"id\" = @p2",
+			"int64(2) uint(7)",
+		},
+		"sqlite": {
+			"DELETE FROM `ver_books` WHERE `ver_books`.`version` = ? AND `ver_books`.`id` = ?",
+			"int64(2) uint(7)",
 		},
 	},
 	"upsert": {

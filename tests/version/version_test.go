@@ -149,6 +149,34 @@ var updatePaths = []updatePath{
 	{name: "Select.Updates", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
 		return db.Model(b).Select("title").Updates(Book{Title: title, Pages: 77}).Error
 	}},
+	{name: "Omit(version).Save", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
+		b.Title = title
+		return db.Omit("version").Save(b).Error
+	}},
+	{name: "Updates map naming the version", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
+		// The assignment to the version is replaced by the increment.
+		return db.Model(b).Updates(map[string]any{"title": title, "version": 99}).Error
+	}},
+	{name: "UpdateColumns struct", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
+		return db.Model(b).UpdateColumns(Book{Title: title}).Error
+	}},
+	{name: "Updates of the loaded struct on a key-only Model", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
+		// The Model carries no version; the values are the loaded struct,
+		// whose version guards the update instead of being dropped.
+		b.Title = title
+		return db.Model(&Book{ID: b.ID}).Updates(b).Error
+	}},
+	{name: "Updates of the loaded struct by condition", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
+		// The Model carries neither key nor version: both come from the
+		// loaded struct, and the caller's condition stays.
+		b.Title = title
+		return db.Model(&Book{}).Where("pages >= ?", 0).Updates(b).Error
+	}},
+	{name: "generics Select.Updates", byValue: true, write: func(ctx context.Context, db *gorm.DB, b *Book, title string) error {
+		b.Title = title
+		_, err := gorm.G[Book](db).Where("id = ?", b.ID).Select("title").Updates(ctx, *b)
+		return err
+	}},
 	{name: "generics Updates", byValue: true, write: func(ctx context.Context, db *gorm.DB, b *Book, title string) error {
 		b.Title = title
 		_, err := gorm.G[Book](db).Where("id = ?", b.ID).Updates(ctx, *b)
@@ -225,6 +253,40 @@ func TestDelete(t *testing.T) {
 			var n int64
 			must(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
 			zero(t, n)
+		})
+
+		t.Run("Delete through Model", func(t *testing.T) {
+			// GORM deletes the Model's row when the value given to
+			// Delete carries no key: the Model's version guards it.
+			tg.Reset(t, &Book{})
+			a, b := twoCopies(t, db)
+			a.Title = "winner"
+			must(t, db.Save(&a).Error)
+
+			requireConflict(t, db.Model(&b).Delete(&Book{}).Error, &b, "delete", 1, 2, false)
+			eq(t, "winner", load[Book](t, db, a.ID).Title, "the row was not deleted")
+
+			must(t, db.Model(&a).Delete(&Book{}).Error, "the current version deletes")
+			var n int64
+			must(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
+			zero(t, n)
+		})
+
+		t.Run("soft Delete through Model", func(t *testing.T) {
+			tg.Reset(t, &SoftBook{})
+			orig := SoftBook{Title: "orig"}
+			must(t, db.Create(&orig).Error)
+			var a, b SoftBook
+			must(t, db.First(&a, orig.ID).Error)
+			must(t, db.First(&b, orig.ID).Error)
+			a.Title = "winner"
+			must(t, db.Save(&a).Error)
+
+			requireConflict(t, db.Model(&b).Delete(&SoftBook{}).Error, &b, "delete", 1, 2, false)
+			isFalse(t, load[SoftBook](t, db, a.ID).DeletedAt.Valid, "the stale soft delete changed nothing")
+			must(t, db.Model(&a).Delete(&SoftBook{}).Error)
+			eq(t, 3, a.Version, "the Model gets the soft delete's new version")
+			isTrue(t, load[SoftBook](t, db, a.ID).DeletedAt.Valid)
 		})
 
 		t.Run("Delete wins", func(t *testing.T) {
@@ -553,5 +615,93 @@ func TestPreparedStatements(t *testing.T) {
 		books := []Book{c, b}
 		requireConflict(t, db.Model(&books).Update("pages", 3).Error, &books[1], "update", 1, 2, false)
 		eq(t, 10, load[Book](t, db, c.ID).Pages, "the batch changed nothing")
+	})
+}
+
+// Author, Post and Comment are versioned models linked by belongs-to and
+// has-many, for FullSaveAssociations.
+type Author struct {
+	ID   uint
+	Name string
+	lockplugin.Version
+}
+
+func (Author) TableName() string { return "ver_authors" }
+
+type Post struct {
+	ID       uint
+	Title    string
+	AuthorID uint
+	Author   Author
+	Comments []Comment
+	lockplugin.Version
+}
+
+func (Post) TableName() string { return "ver_posts" }
+
+type Comment struct {
+	ID     uint
+	PostID uint
+	Body   string
+	lockplugin.Version
+}
+
+func (Comment) TableName() string { return "ver_comments" }
+
+// With FullSaveAssociations GORM saves a model's associations by upsert,
+// which would overwrite a newer associated row; loaded associations are
+// saved guarded instead, and a stale one fails the whole Save.
+func TestFullSaveAssociations(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		full := db.Session(&gorm.Session{FullSaveAssociations: true})
+		tg.Reset(t, &Author{}, &Post{}, &Comment{})
+		orig := Post{Title: "orig", Author: Author{Name: "orig"}, Comments: []Comment{{Body: "orig"}}}
+		must(t, db.Create(&orig).Error)
+		loadPost := func() Post {
+			var p Post
+			must(t, db.Preload("Author").Preload("Comments").First(&p, orig.ID).Error)
+			return p
+		}
+
+		t.Run("stale belongs-to", func(t *testing.T) {
+			a, b := loadPost(), loadPost()
+			a.Author.Name = "winner"
+			must(t, db.Save(&a.Author).Error)
+
+			b.Title, b.Author.Name = "loser", "loser"
+			requireConflict(t, full.Save(&b).Error, &b.Author, "update", 1, 2, false)
+			now := loadPost()
+			eq(t, "winner", now.Author.Name, "the newer author row was not overwritten")
+			eq(t, 2, now.Author.Version)
+			eq(t, "orig", now.Title, "the post's own update was rolled back")
+		})
+
+		t.Run("stale has-many", func(t *testing.T) {
+			a, b := loadPost(), loadPost()
+			a.Comments[0].Body = "winner"
+			must(t, db.Save(&a.Comments[0]).Error)
+
+			b.Title, b.Comments[0].Body = "loser", "loser"
+			requireConflict(t, full.Save(&b).Error, &b.Comments[0], "update", 1, 2, false)
+			now := loadPost()
+			eq(t, "winner", now.Comments[0].Body, "the newer comment row was not overwritten")
+			eq(t, "orig", now.Title)
+		})
+
+		t.Run("current associations", func(t *testing.T) {
+			p := loadPost()
+			p.Title, p.Author.Name, p.Comments[0].Body = "new", "new", "new"
+			p.Comments = append(p.Comments, Comment{Body: "added"})
+			must(t, full.Save(&p).Error)
+			eq(t, 3, p.Author.Version, "the struct carries the author's new version")
+			eq(t, 3, p.Comments[0].Version)
+			eq(t, 1, p.Comments[1].Version)
+			now := loadPost()
+			eq(t, "new", now.Title)
+			eq(t, "new", now.Author.Name)
+			eq(t, 2, len(now.Comments))
+			eq(t, 3, now.Author.Version)
+		})
 	})
 }

@@ -49,7 +49,7 @@ var errDSN = errors.New("unrecognised -dsn: want postgres://..., a PostgreSQL ke
 
 var (
 	pgKeyValue = regexp.MustCompile(`^\s*[a-z_]+\s*=`)
-	pgPassword = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+	pgPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 )
 
 // parseDSN reads the -dsn flag. The empty DSN is not handled here: it means
@@ -95,7 +95,8 @@ func parseSQLite(rest string) (database, error) {
 
 func parsePostgresURL(dsn string) (database, error) {
 	u, err := url.Parse(dsn)
-	if err != nil || u.Host == "" {
+	// A Unix-socket URL names its host in the query: postgres:///db?host=/run/postgresql.
+	if err != nil || (u.Host == "" && u.Query().Get("host") == "") {
 		return database{}, errors.New("-dsn: not a valid postgres:// URL")
 	}
 	var secrets []string
@@ -133,9 +134,11 @@ func parsePostgresKeyValue(dsn string) (database, error) {
 func parseMySQL(dsn string) (database, error) {
 	cfg, err := mysqldriver.ParseDSN(dsn)
 	if err != nil {
-		// The driver's message names the part it could not read, never
-		// the password.
-		return database{}, errors.New("-dsn: not a valid MySQL DSN (" + err.Error() + "); want mysql://user:pass@tcp(host:port)/db")
+		// The driver's message quotes the part it could not read, which
+		// can be the user:password of a DSN without '@' ("default addr
+		// for network 'root:pw' unknown"): mask what may be the password.
+		msg := database{secrets: mysqlPasswordGuess(dsn)}.redact(err.Error())
+		return database{}, errors.New("-dsn: not a valid MySQL DSN (" + msg + "); want mysql://user:pass@tcp(host:port)/db")
 	}
 	var secrets []string
 	shownCfg := cfg.Clone()
@@ -149,6 +152,24 @@ func parseMySQL(dsn string) (database, error) {
 		cfg.Timeout = connectTimeout
 	}
 	return database{kind: "mysql", dialector: mysql.Open(cfg.FormatDSN()), shown: "mysql://" + shownCfg.FormatDSN(), secrets: secrets}, nil
+}
+
+// mysqlPasswordGuess returns what a DSN that go-sql-driver could not parse
+// may hold as a password: the text after the first ':' of the user info
+// (before the last '@', or without one before the first '/'), and the whole
+// user info, in case it had no ':'.
+func mysqlPasswordGuess(dsn string) []string {
+	info := dsn
+	if i := strings.LastIndex(info, "@"); i >= 0 {
+		info = info[:i]
+	} else if i := strings.IndexAny(info, "/?("); i >= 0 {
+		info = info[:i]
+	}
+	var out []string
+	if j := strings.Index(info, ":"); j >= 0 && j+1 < len(info) {
+		out = append(out, info[j+1:])
+	}
+	return append(out, info)
 }
 
 func parseSQLServer(dsn string) (database, error) {

@@ -17,6 +17,9 @@ func TestParseDSN(t *testing.T) {
 		{"postgres://db.example/shop?user=app&password=pw%2Fx", "postgres", "postgres://db.example/shop?password=xxxxx&user=app", "pw/x"},
 		{"host=127.0.0.1 user=postgres password='a b' dbname=test", "postgres", "host=127.0.0.1 user=postgres password=xxxxx dbname=test", "a b"},
 		{"host=127.0.0.1 user=postgres dbname=test sslmode=disable", "postgres", "host=127.0.0.1 user=postgres dbname=test sslmode=disable", ""},
+		{"host=127.0.0.1 PASSWORD = pw9", "postgres", "host=127.0.0.1 PASSWORD = xxxxx", "pw9"},
+		{"postgres://app:pw8@/shop?host=/run/postgresql", "postgres", "postgres://app:xxxxx@/shop?host=/run/postgresql", "pw8"},
+		{"root:pw7@tcp(127.0.0.1:3306)/test", "mysql", "mysql://root:xxxxx@tcp(127.0.0.1:3306)/test", "pw7"},
 		{"mysql://root:hunter2@tcp(127.0.0.1:3306)/test", "mysql", "mysql://root:xxxxx@tcp(127.0.0.1:3306)/test", "hunter2"},
 		{"root:@tcp(127.0.0.1:3306)/test?parseTime=true", "mysql", "mysql://root@tcp(127.0.0.1:3306)/test?parseTime=true", ""},
 		{"sqlserver://sa:Pa55word@127.0.0.1:1433?database=test", "sqlserver", "sqlserver://sa:xxxxx@127.0.0.1:1433?database=test", "Pa55word"},
@@ -54,6 +57,10 @@ func TestParseDSNRejects(t *testing.T) {
 		"sqlite:?mode=memory",
 		"postgres://",
 		"mysql://root:tiger@tcp(127.0.0.1:3306)",
+		"mysql://root:tiger/test",                     // no '@': the driver quotes "root:tiger"
+		"root:tiger@tcp(127.0.0.1:3306",               // go-sql-driver form, unterminated
+		"mysql://root:tiger@tcp(127.0.0.1)/t?loc=%zz", // a bad parameter
+		"postgres://u:tiger%zz@h/db",
 	} {
 		t.Run(dsn, func(t *testing.T) {
 			_, err := parseDSN(dsn)

@@ -97,7 +97,8 @@ func Each(t *testing.T, fn func(t *testing.T, tg *Target)) {
 
 // Get returns the shared Target for one database kind (SQLite, Postgres,
 // MySQL, SQLServer). When the database cannot be reached it skips the test,
-// or fails it under CI for PostgreSQL and MySQL/MariaDB.
+// or fails it under CI for PostgreSQL and MySQL/MariaDB; SQLite, which needs
+// no server, always fails.
 func Get(t testing.TB, kind string) *Target {
 	t.Helper()
 	mu.Lock()
@@ -153,6 +154,10 @@ func Open(t testing.TB, kind string, edit func(dsn string) string) *Target {
 
 func unavailable(t testing.TB, kind, why string) {
 	t.Helper()
+	if kind == SQLite {
+		// SQLite needs no server: failing to open it is a broken harness.
+		t.Fatalf("testdb: cannot open SQLite: %s", why)
+	}
 	if CI() && (kind == Postgres || kind == MySQL) {
 		t.Fatalf("testdb: %s is required under CI and is not reachable: %s", kind, why)
 	}
