@@ -16,7 +16,11 @@ func (d Dialect) NowMillisSQL() string {
 	case SQLServer:
 		return "DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())"
 	case Oracle:
-		return "(CAST(SYS_EXTRACT_UTC(SYSTIMESTAMP) AS DATE) - DATE '1970-01-01') * 86400000 + MOD(TRUNC(EXTRACT(SECOND FROM SYSTIMESTAMP) * 1000), 1000)"
+		// Whole days and the time of day of the UTC interval since the
+		// epoch: CAST(... AS DATE) would round to the second.
+		const since = "(SYS_EXTRACT_UTC(SYSTIMESTAMP) - TIMESTAMP '1970-01-01 00:00:00')"
+		return "(EXTRACT(DAY FROM " + since + ") * 86400000 + EXTRACT(HOUR FROM " + since + ") * 3600000 + " +
+			"EXTRACT(MINUTE FROM " + since + ") * 60000 + TRUNC(EXTRACT(SECOND FROM " + since + ") * 1000))"
 	case SQLite:
 		return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 	}

@@ -127,10 +127,12 @@ func SkipLockedQueue(ctx context.Context, db *gorm.DB, cfg Config) (Result, erro
 // QueueUnprotected is SkipLockedQueue's baseline: the same claims read
 // with a plain SELECT, no lock. Every round, all workers read, wait for each
 // other, then mark what they read, so every batch is claimed by every
-// worker: the double work that SKIP LOCKED prevents.
+// worker: the double work that SKIP LOCKED prevents. Since every round
+// hands one batch to all workers, the queue holds Rounds batches (not
+// Workers*Rounds as SkipLockedQueue's does): the same number of rounds.
 func QueueUnprotected(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) {
 	cfg = cfg.Defaults()
-	total := cfg.Workers * cfg.Rounds * queueBatch
+	total := cfg.Rounds * queueBatch
 	r := Result{Scenario: "work queue / no lock", Expected: "jobs get claimed more than once", Baseline: true}
 	table, err := resetQueueTable(ctx, db, cfg, total)
 	if err != nil {

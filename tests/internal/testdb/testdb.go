@@ -180,7 +180,8 @@ func dsnFor(kind string) (string, string) {
 	switch kind {
 	case SQLite:
 		if tempDir == "" {
-			dir, err := os.MkdirTemp("", "lockplugin-sqlite-")
+			removeStaleTempDirs()
+			dir, err := os.MkdirTemp("", sqliteTempPrefix)
 			if err != nil {
 				return "", err.Error()
 			}
@@ -198,6 +199,21 @@ func dsnFor(kind string) (string, string) {
 		return "", "LOCKPLUGIN_SQLSERVER_DSN is not set (docker compose up sqlserver, then set it)"
 	}
 	return "", "unknown database " + kind
+}
+
+// sqliteTempPrefix names the directories of the test SQLite files. A test
+// binary cannot know when the last test using its shared file has ended, so
+// instead of removing its own directory at exit it removes, at start, those
+// that earlier runs left more than an hour ago.
+const sqliteTempPrefix = "lockplugin-sqlite-"
+
+func removeStaleTempDirs() {
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), sqliteTempPrefix+"*"))
+	for _, dir := range old {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > time.Hour {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // SQLiteDSN returns the DSN lockplugin recommends for SQLite under
