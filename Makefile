@@ -2,6 +2,7 @@
 GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 25m
 BENCHTIME ?= 1s
+BENCHCOUNT ?= 5
 
 .PHONY: test fmt-check vet unit conformance bench demo lint compose-up compose-down
 
@@ -24,7 +25,7 @@ lint: fmt-check vet
 
 # Every benchmark of tests/, written up in BENCHMARKS.md.
 bench:
-	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -out ../BENCHMARKS.md
+	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -out ../BENCHMARKS.md
 
 # lockcheck on an embedded SQLite file in a temp directory: nothing to install.
 demo:

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	benchtime := fs.String("benchtime", "1s", "go test -benchtime: a duration (1s) or an iteration count (100x)")
 	bench := fs.String("bench", ".", "go test -bench: which benchmarks to run")
+	count := fs.Int("count", 5, "go test -count: runs of each benchmark; the report shows their medians")
 	out := fs.String("out", "BENCHMARKS.md", "file to write; - for standard output")
 	in := fs.String("in", "", "read saved `go test -bench` output from this file instead of running go test")
 	goCmd := fs.String("go", "go", "the go command")
@@ -56,14 +58,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "benchreport: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	goArgs := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-benchtime", *benchtime, "-p", "1", "-timeout", "60m", "./..."}
+	goArgs := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-benchtime", *benchtime, "-count", strconv.Itoa(*count), "-p", "1", "-timeout", "60m", "./..."}
 	h := Header{
 		Reproduce: "make bench",
 		Command:   *goCmd + " " + shellJoin(goArgs),
 		Machine:   machine(*goCmd),
 	}
+	var vars []string
 	if *benchtime != "1s" {
-		h.Reproduce = "make bench BENCHTIME=" + *benchtime
+		vars = append(vars, "BENCHTIME="+*benchtime)
+	}
+	if *count != 5 {
+		vars = append(vars, "BENCHCOUNT="+strconv.Itoa(*count))
+	}
+	if len(vars) > 0 {
+		h.Reproduce = "make bench " + strings.Join(vars, " ")
 	}
 
 	var output []byte
@@ -98,6 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "benchreport: reading go test output: %v\n", err)
 		return 1
 	}
+	parsed.Results = Medians(parsed.Results)
 	if parsed.CPU != "" && h.Machine.CPU == "" {
 		h.Machine.CPU = parsed.CPU
 	}

@@ -39,13 +39,13 @@ const modulePrefix = "github.com/lockplugin/lockplugin/tests/"
 func Render(w io.Writer, h Header, run *Run) error {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
-	b.WriteString("Every figure below comes from one run of the command shown, on the machine shown, against the databases\n")
+	b.WriteString("Every figure below comes from one invocation of the command shown, on the machine shown, against the databases\n")
 	b.WriteString("its tests reach (see README.md for the LOCKPLUGIN_* variables). Each measured variant\n")
 	b.WriteString("(`.../lockplugin`) is paired with the baseline it ran beside in the same run\n")
 	b.WriteString("(`.../baseline=<what>`); **ratio** is lockplugin's time per operation divided by the baseline's\n")
 	b.WriteString("(below 1: faster than the baseline). Other figures are shown as the benchmarks reported them.\n")
-	b.WriteString("A ratio comes from one run on the machine below, with the databases on the same cores: treat a\n")
-	b.WriteString("difference of a few percent as noise, and compare with `-count` and benchstat before acting on it.\n\n")
+	b.WriteString("Each figure is the median of the runs the command made (`-count`), on the machine below, with the\n")
+	b.WriteString("databases on the same cores: treat a difference of a few percent as noise.\n\n")
 	fmt.Fprintf(&b, "Reproduce: `%s`\n\n", h.Reproduce)
 	b.WriteString("| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| date | %s |\n", h.Date.UTC().Format("2006-01-02 15:04 UTC"))
