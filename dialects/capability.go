@@ -107,13 +107,24 @@ func (d Dialect) Supports(f Feature) bool {
 }
 
 func (d Dialect) rule(f Feature) (rule, bool) {
-	for _, r := range rules {
-		if r.kind == d.Kind && r.feature == f {
-			return r, true
-		}
-	}
-	return rule{}, false
+	r, ok := ruleIndex[ruleKey{d.Kind, f}]
+	return r, ok
 }
+
+type ruleKey struct {
+	kind    Kind
+	feature Feature
+}
+
+// ruleIndex is rules keyed for lookup: lock checks run on every locking
+// query, and a scan of the whole matrix each time showed in the render cost.
+var ruleIndex = func() map[ruleKey]rule {
+	m := make(map[ruleKey]rule, len(rules))
+	for _, r := range rules {
+		m[ruleKey{r.kind, r.feature}] = r
+	}
+	return m
+}()
 
 // Require returns nil when the database supports f, and otherwise an
 // *UnsupportedError naming the database and the feature, and saying why
