@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/plugin/dbresolver"
@@ -159,18 +157,15 @@ func TestPostgresLockTimeoutStaysLocal(t *testing.T) {
 // SQL Server and MySQL through their real dialectors in DryRun mode, with
 // no server: recognised, and refused before anything is sent.
 func TestDryRunDialectors(t *testing.T) {
-	ms, err := gorm.Open(sqlserver.Open("sqlserver://adv:adv@127.0.0.1:1?database=adv"), &gorm.Config{DryRun: true, DisableAutomaticPing: true, Logger: logger.Discard})
-	must(t, err, "sqlserver dry run")
+	ms := testdb.DryRun(t, "sqlserver")
 	mustTrue(t, dialects.Of(ms).Kind == dialects.SQLServer && advisory.Supported(ms), "SQL Server not recognised")
-	err = advisory.With(context.Background(), ms, lockName(t), notRun(t))
+	err := advisory.With(context.Background(), ms, lockName(t), notRun(t))
 	mustTrue(t, err != nil && strings.Contains(err.Error(), "DryRun"), "DryRun With: %v", err)
 	err = advisory.With(context.Background(), ms, strings.Repeat("x", 256), notRun(t))
 	mustTrue(t, err != nil && strings.Contains(err.Error(), "255"), "256-character name on SQL Server: %v", err)
 	mustTrue(t, advisory.WithTx(ms, lockName(t)) != nil, "DryRun WithTx")
 
-	my, err := gorm.Open(mysql.New(mysql.Config{DSN: "adv@tcp(127.0.0.1:1)/adv", SkipInitializeWithVersion: true, ServerVersion: "8.0.36"}),
-		&gorm.Config{DryRun: true, DisableAutomaticPing: true, Logger: logger.Discard})
-	must(t, err, "mysql dry run")
+	my := testdb.DryRun(t, "mysql-8.0.36")
 	mustTrue(t, advisory.Supported(my), "MySQL not supported")
 	err = advisory.WithTx(my, lockName(t))
 	mustIs(t, err, advisory.ErrUnsupported, "WithTx on MySQL")

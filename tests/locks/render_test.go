@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
 // A want is either the exact SQL or, starting with "error: " or
@@ -187,12 +188,12 @@ func checkRender(t *testing.T, db *gorm.DB, query func(*gorm.DB) *gorm.DB, want 
 }
 
 func TestRenderMatrix(t *testing.T) {
-	for _, d := range dryDialects {
-		t.Run(d.name, func(t *testing.T) {
-			db := openDry(t, d.name)
-			want, ok := matrix[d.name]
+	for _, name := range testdb.DryRunNames {
+		t.Run(name, func(t *testing.T) {
+			db := openDry(t, name)
+			want, ok := matrix[name]
 			if !ok || len(want) != len(matrixCells) {
-				t.Fatalf("matrix row for %s has %d cells, want %d", d.name, len(want), len(matrixCells))
+				t.Fatalf("matrix row for %s has %d cells, want %d", name, len(want), len(matrixCells))
 			}
 			for i, cell := range matrixCells {
 				t.Run(cell.name, func(t *testing.T) { checkRender(t, db, cell.query, want[i]) })
@@ -443,12 +444,9 @@ func TestRenderGenericsJoins(t *testing.T) {
 // TestRenderWithoutPlugin: a lock on a *gorm.DB without lockplugin fails
 // instead of being sent unchecked.
 func TestRenderWithoutPlugin(t *testing.T) {
-	for _, d := range dryDialects {
-		t.Run(d.name, func(t *testing.T) {
-			db, err := d.open()
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, name := range testdb.DryRunNames {
+		t.Run(name, func(t *testing.T) {
+			db := testdb.DryRunPlain(t, name)
 			var jobs []lkJob
 			tx := db.Clauses(lockplugin.ForUpdate()).Find(&jobs)
 			if !errors.Is(tx.Error, lockplugin.ErrNotRegistered) {

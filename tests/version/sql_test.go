@@ -7,36 +7,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glebarez/sqlite"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
-// dryDialectors opens the real dialectors in DryRun mode, without a server.
-func dryDialectors() map[string]gorm.Dialector {
-	return map[string]gorm.Dialector{
-		"postgres":  postgres.New(postgres.Config{DSN: "host=127.0.0.1 user=x dbname=x sslmode=disable"}),
-		"mysql":     mysql.New(mysql.Config{DSN: "u@tcp(127.0.0.1:1)/x", SkipInitializeWithVersion: true, ServerVersion: "8.0.36"}),
-		"sqlserver": sqlserver.Open("sqlserver://x"),
-		"sqlite":    sqlite.Open("file::memory:"),
-	}
-}
-
+// dryDB opens a DryRun database of testdb.DryRun by the short name the
+// wantSQL table uses, with a fixed clock for soft deletes.
 func dryDB(t *testing.T, name string) *gorm.DB {
 	t.Helper()
-	db, err := gorm.Open(dryDialectors()[name], &gorm.Config{
-		DryRun: true, DisableAutomaticPing: true, SkipDefaultTransaction: true, Logger: logger.Discard,
-		NowFunc: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
+	if name == "mysql" {
+		name = "mysql-8.0.36"
+	}
+	return testdb.DryRun(t, name, func(c *gorm.Config) {
+		c.NowFunc = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
 	})
-	must(t, err)
-	must(t, db.Use(lockplugin.New()))
-	return db
 }
 
 type sqlCase struct {
