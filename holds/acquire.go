@@ -29,22 +29,14 @@ import (
 // PostgreSQL that transaction must be READ COMMITTED, and on SQL Server not
 // SNAPSHOT (ErrUnsupported otherwise; see the package documentation).
 func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string, opts ...Option) (*Hold, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
 	if err := checkHolder(holder); err != nil {
 		return nil, err
 	}
-	sess, d, err := begin(ctx, db)
+	c, err := start(ctx, db, resource, opts)
 	if err != nil {
 		return nil, err
 	}
-	res, err := resolve(ctx, db, resource)
-	if err != nil {
-		return nil, err
-	}
-	st := newStatements(d, cfg.table)
+	cfg, sess, res, st := c.cfg, c.sess, c.res, c.st
 	ttl := ttlMillis(cfg.ttl)
 	callerTx := inTransaction(sess)
 	if callerTx {
@@ -58,7 +50,7 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, d, err)
+		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, err)
 	}
 	return h, nil
 }
@@ -154,6 +146,35 @@ func checkIsolation(tx *gorm.DB, st statements) error {
 func inTransaction(db *gorm.DB) bool {
 	c, ok := db.Statement.ConnPool.(gorm.TxCommitter)
 	return ok && c != nil
+}
+
+// call is what every operation on one resource starts from: its options,
+// a session bound to the context, the database, the resource's table and
+// key, and the statements for them.
+type call struct {
+	cfg  config
+	sess *gorm.DB
+	d    dialects.Dialect
+	res  resource
+	st   statements
+}
+
+// start checks the options, db and the resource, in that order, before
+// anything is sent.
+func start(ctx context.Context, db *gorm.DB, model Holdable, opts []Option) (*call, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	sess, d, err := begin(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resolve(ctx, db, model)
+	if err != nil {
+		return nil, err
+	}
+	return &call{cfg: cfg, sess: sess, d: d, res: res, st: newStatements(d, cfg.table)}, nil
 }
 
 // begin checks db and the database, and returns a session of db with no

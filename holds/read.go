@@ -10,22 +10,14 @@ import (
 // ActiveFor returns holder's active hold on resource, or nil when it has
 // none. It takes no lock: the answer is true as of the instant it ran.
 func ActiveFor(ctx context.Context, db *gorm.DB, resource Holdable, holder string, opts ...Option) (*Hold, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
 	if err := checkHolder(holder); err != nil {
 		return nil, err
 	}
-	sess, d, err := begin(ctx, db)
+	c, err := start(ctx, db, resource, opts)
 	if err != nil {
 		return nil, err
 	}
-	res, err := resolve(ctx, db, resource)
-	if err != nil {
-		return nil, err
-	}
-	st := newStatements(d, cfg.table)
+	sess, d, res, st := c.sess, c.d, c.res, c.st
 	h, err := readHold(sess, st, st.activeFor(), res.table, res.id, holder)
 	if err != nil {
 		return nil, fmt.Errorf("holds: reading %q's hold on %s %s on %s: %w", holder, res.table, res.id, d, err)
@@ -41,19 +33,11 @@ func ActiveFor(ctx context.Context, db *gorm.DB, resource Holdable, holder strin
 // zero. It takes no lock: by the time the caller acts on the answer, someone
 // may have taken the last slot. To take a slot, call Acquire and handle nil.
 func Available(ctx context.Context, db *gorm.DB, resource Holdable, opts ...Option) (int, error) {
-	cfg, err := newConfig(opts)
+	c, err := start(ctx, db, resource, opts)
 	if err != nil {
 		return 0, err
 	}
-	sess, d, err := begin(ctx, db)
-	if err != nil {
-		return 0, err
-	}
-	res, err := resolve(ctx, db, resource)
-	if err != nil {
-		return 0, err
-	}
-	st := newStatements(d, cfg.table)
+	sess, d, res, st := c.sess, c.d, c.res, c.st
 	var n int64
 	if _, err := scanOne(sess, st.countActive(), []any{res.table, res.id}, &n); err != nil {
 		return 0, fmt.Errorf("holds: counting holds on %s %s on %s: %w", res.table, res.id, d, err)
