@@ -8,6 +8,7 @@ import (
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/advisory"
@@ -31,27 +32,27 @@ func TestTimeouts(t *testing.T) {
 		start := time.Now()
 		err := advisory.With(ctx, tg.DB, name, notRun(t), advisory.Timeout(0))
 		tryElapsed := time.Since(start)
-		mustIs(t, err, advisory.ErrTimeout, "Timeout(0) while held")
-		mustTrue(t, tryElapsed < 500*time.Millisecond, "Timeout(0) took %v", tryElapsed)
+		require.ErrorIs(t, err, advisory.ErrTimeout, "Timeout(0) while held")
+		require.Truef(t, tryElapsed < 500*time.Millisecond, "Timeout(0) took %v", tryElapsed)
 
 		start = time.Now()
 		err = advisory.With(ctx, tg.DB, name, notRun(t), advisory.Timeout(300*time.Millisecond))
 		waitElapsed := time.Since(start)
-		mustIs(t, err, advisory.ErrTimeout, "Timeout(300ms) while held")
+		require.ErrorIs(t, err, advisory.ErrTimeout, "Timeout(300ms) while held")
 		atLeast := 250 * time.Millisecond
 		if tg.Is(dialects.MySQL, dialects.MariaDB) {
 			atLeast = 950 * time.Millisecond // GET_LOCK waits whole seconds, rounding up
 		}
-		mustTrue(t, waitElapsed >= atLeast && waitElapsed < 3*time.Second, "Timeout(300ms) gave up after %v, want %v..3s", waitElapsed, atLeast)
+		require.Truef(t, waitElapsed >= atLeast && waitElapsed < 3*time.Second, "Timeout(300ms) gave up after %v, want %v..3s", waitElapsed, atLeast)
 		t.Logf("%s: Timeout(0) answered in %v, Timeout(300ms) in %v", tg.Name, tryElapsed, waitElapsed)
 
-		must(t, release(), "holder")
+		require.NoError(t, release(), "holder")
 		for _, d := range []time.Duration{0, 300 * time.Millisecond} {
 			ran := false
-			must(t, advisory.With(ctx, tg.DB, name, func(*gorm.DB) error { ran = true; return nil }, advisory.Timeout(d)), "after release")
-			mustTrue(t, ran, "fn did not run")
+			require.NoError(t, advisory.With(ctx, tg.DB, name, func(*gorm.DB) error { ran = true; return nil }, advisory.Timeout(d)), "after release")
+			require.Truef(t, ran, "fn did not run")
 		}
-		mustTrue(t, holder(t, tg, name) == 0, "lock still held after With returned")
+		require.Truef(t, holder(t, tg, name) == 0, "lock still held after With returned")
 	})
 }
 
@@ -61,8 +62,8 @@ func TestCounter(t *testing.T) {
 		cfg := scenario.Config{Workers: 8, Rounds: 25, Prefix: prefix + "_" + tg.Name}
 		if tg.Is(dialects.SQLite) {
 			res, err := scenario.AdvisoryCounter(ctx, tg.DB, cfg)
-			must(t, err, "scenario")
-			mustTrue(t, strings.Contains(res.Unsupported, "advisory lock is not supported on SQLite"), "Unsupported = %q", res.Unsupported)
+			require.NoError(t, err, "scenario")
+			require.Truef(t, strings.Contains(res.Unsupported, "advisory lock is not supported on SQLite"), "Unsupported = %q", res.Unsupported)
 			return
 		}
 		// Without the lock the same read-modify-write loses increments.
@@ -70,13 +71,13 @@ func TestCounter(t *testing.T) {
 		for attempt := 0; attempt < 3 && base.Lost == 0; attempt++ {
 			var err error
 			base, err = scenario.AdvisoryCounterUnprotected(ctx, tg.Plain, cfg)
-			must(t, err, "unprotected scenario")
+			require.NoError(t, err, "unprotected scenario")
 		}
-		mustTrue(t, base.Lost > 0, "the unprotected baseline lost nothing (%s): the test could not fail", base.Observed)
+		require.Truef(t, base.Lost > 0, "the unprotected baseline lost nothing (%s): the test could not fail", base.Observed)
 
 		res, err := scenario.AdvisoryCounter(ctx, tg.DB, cfg)
-		must(t, err, "scenario")
-		mustTrue(t, res.Unsupported == "" && res.OK && res.Lost == 0, "advisory lock: %s (%+v)", res.Observed, res)
+		require.NoError(t, err, "scenario")
+		require.Truef(t, res.Unsupported == "" && res.OK && res.Lost == 0, "advisory lock: %s (%+v)", res.Observed, res)
 		t.Logf("%s: unprotected %s; advisory lock %s in %v (%.0f increments/s)", tg.Name, base.Observed, res.Observed, res.Elapsed, res.OpsPerSecond())
 	})
 }
@@ -87,12 +88,12 @@ func TestErrorAndPanicRelease(t *testing.T) {
 		name := lockName(t)
 		boom := errors.New("boom")
 		err := advisory.With(ctx, tg.DB, name, func(conn *gorm.DB) error {
-			mustTrue(t, holder(t, tg, name) != 0, "not held inside fn")
+			require.Truef(t, holder(t, tg, name) != 0, "not held inside fn")
 			return boom
 		})
-		mustIs(t, err, boom, "fn's error")
-		mustTrue(t, holder(t, tg, name) == 0, "held after fn returned an error")
-		must(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after fn's error")
+		require.ErrorIs(t, err, boom, "fn's error")
+		require.Truef(t, holder(t, tg, name) == 0, "held after fn returned an error")
+		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after fn's error")
 
 		func() {
 			defer func() {
@@ -103,8 +104,8 @@ func TestErrorAndPanicRelease(t *testing.T) {
 			_ = advisory.With(ctx, tg.DB, name, func(*gorm.DB) error { panic("kaboom") })
 			t.Error("With returned normally after a panic")
 		}()
-		mustTrue(t, holder(t, tg, name) == 0, "held after fn panicked")
-		must(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after fn's panic")
+		require.Truef(t, holder(t, tg, name) == 0, "held after fn panicked")
+		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after fn's panic")
 	})
 }
 
@@ -136,15 +137,15 @@ func TestKilledHolderFreesLock(t *testing.T) {
 		killedAt := time.Now()
 		kill(t, tg, id)
 		got := <-acquired
-		mustTrue(t, !got.IsZero(), "the second acquirer failed")
+		require.Truef(t, !got.IsZero(), "the second acquirer failed")
 		after := got.Sub(killedAt)
 		t.Logf("%s: acquired %v after the holder's session was killed", tg.Name, after)
-		mustTrue(t, after < time.Second, "acquired only %v after the kill", after)
+		require.Truef(t, after < time.Second, "acquired only %v after the kill", after)
 
 		// The holder learns at release that its session is gone; its pool
 		// carries on with a fresh connection.
-		mustTrue(t, release() != nil, "the killed holder's release reported success")
-		must(t, advisory.With(ctx, holderTG.DB, name, noop, advisory.Timeout(time.Second)), "holder's pool after the kill")
+		require.Truef(t, release() != nil, "the killed holder's release reported success")
+		require.NoError(t, advisory.With(ctx, holderTG.DB, name, noop, advisory.Timeout(time.Second)), "holder's pool after the kill")
 	})
 }
 
@@ -160,14 +161,14 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		go func() { done <- advisory.With(ctx, waiters.DB, name, notRun(t)) }()
 		eventually(t, 5*time.Second, "the waiter never queued", func() bool { return waiting(t, tg, name) == 1 })
 		cancel()
-		mustIs(t, <-done, context.Canceled, "cancelled wait")
+		require.ErrorIs(t, <-done, context.Canceled, "cancelled wait")
 		eventually(t, 2*time.Second, "a cancelled wait is still queued", func() bool { return waiting(t, tg, name) == 0 })
-		mustTrue(t, holder(t, tg, name) == holderID, "the holder changed while the waiter was cancelled")
+		require.Truef(t, holder(t, tg, name) == holderID, "the holder changed while the waiter was cancelled")
 
-		must(t, release(), "holder")
-		mustTrue(t, holder(t, tg, name) == 0, "held after the holder released and the waiter was cancelled")
-		mustTrue(t, waiting(t, tg, name) == 0, "a waiter is left")
-		must(t, advisory.With(context.Background(), waiters.DB, name, noop, advisory.Timeout(0)), "after cancel")
+		require.NoError(t, release(), "holder")
+		require.Truef(t, holder(t, tg, name) == 0, "held after the holder released and the waiter was cancelled")
+		require.Truef(t, waiting(t, tg, name) == 0, "a waiter is left")
+		require.NoError(t, advisory.With(context.Background(), waiters.DB, name, noop, advisory.Timeout(0)), "after cancel")
 	})
 }
 
@@ -181,29 +182,29 @@ func TestCommitInsideFnKeepsLock(t *testing.T) {
 		ctx := context.Background()
 		name := lockName(t)
 		table := prefix + "_commit_" + tg.Name
-		must(t, tg.DB.Migrator().DropTable(table), "drop")
-		must(t, tg.DB.Table(table).Migrator().CreateTable(&advCommit{}), "create")
+		require.NoError(t, tg.DB.Migrator().DropTable(table), "drop")
+		require.NoError(t, tg.DB.Table(table).Migrator().CreateTable(&advCommit{}), "create")
 
 		err := advisory.With(ctx, tg.DB, name, func(conn *gorm.DB) error {
 			lockSession := sessionID(t, tg, conn)
 			var txSession int64
-			must(t, conn.Transaction(func(tx *gorm.DB) error {
+			require.NoError(t, conn.Transaction(func(tx *gorm.DB) error {
 				txSession = sessionID(t, tg, tx)
 				return tx.Table(table).Create(&advCommit{ID: 1, N: 1}).Error
 			}), "transaction inside fn")
-			mustTrue(t, lockSession == txSession, "fn's transaction ran on session %d, the lock is on %d", txSession, lockSession)
+			require.Truef(t, lockSession == txSession, "fn's transaction ran on session %d, the lock is on %d", txSession, lockSession)
 
 			// Committed, visible to others, and the lock still held.
 			var n int64
-			must(t, tg.Plain.Table(table).Count(&n).Error, "count")
-			mustTrue(t, n == 1, "the transaction inside fn did not commit")
-			mustTrue(t, holder(t, tg, name) != 0, "COMMIT inside fn released the lock")
+			require.NoError(t, tg.Plain.Table(table).Count(&n).Error, "count")
+			require.Truef(t, n == 1, "the transaction inside fn did not commit")
+			require.Truef(t, holder(t, tg, name) != 0, "COMMIT inside fn released the lock")
 			other := advisory.With(context.Background(), tg.Plain, name, notRun(t), advisory.Timeout(0))
-			mustIs(t, other, advisory.ErrTimeout, "another session after a COMMIT inside fn")
+			require.ErrorIs(t, other, advisory.ErrTimeout, "another session after a COMMIT inside fn")
 			return nil
 		})
-		must(t, err, "With")
-		mustTrue(t, holder(t, tg, name) == 0, "still held after With")
+		require.NoError(t, err, "With")
+		require.Truef(t, holder(t, tg, name) == 0, "still held after With")
 	})
 }
 
@@ -215,16 +216,16 @@ func TestNestedSameNameFailsAtOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(conn.Statement.Context, 2*time.Second)
 			defer cancel()
 			start := time.Now()
-			mustIs(t, advisory.With(ctx, tg.DB, name, notRun(t)), advisory.ErrReentrant, "nested through ctx")
+			require.ErrorIs(t, advisory.With(ctx, tg.DB, name, notRun(t)), advisory.ErrReentrant, "nested through ctx")
 			bare, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel2()
-			mustIs(t, advisory.With(bare, conn, name, notRun(t)), advisory.ErrReentrant, "nested through conn")
+			require.ErrorIs(t, advisory.With(bare, conn, name, notRun(t)), advisory.ErrReentrant, "nested through conn")
 			// At once: well before the 2 s a deadlock would have run into.
-			mustTrue(t, time.Since(start) < time.Second, "nesting took %v", time.Since(start))
+			require.Truef(t, time.Since(start) < time.Second, "nesting took %v", time.Since(start))
 			// Another name nests fine.
 			return advisory.With(conn.Statement.Context, tg.DB, name+"-inner", noop, advisory.Timeout(0))
 		})
-		must(t, err, "With")
+		require.NoError(t, err, "With")
 	})
 }
 
@@ -232,14 +233,14 @@ func TestSQLiteUnsupported(t *testing.T) {
 	tg := testdb.Get(t, testdb.SQLite)
 	ran := false
 	err := advisory.With(context.Background(), tg.DB, lockName(t), func(*gorm.DB) error { ran = true; return nil })
-	mustIs(t, err, advisory.ErrUnsupported, "With")
-	mustTrue(t, strings.Contains(err.Error(), "SQLite"), "error does not name SQLite: %v", err)
-	mustTrue(t, !ran, "fn ran unserialised")
+	require.ErrorIs(t, err, advisory.ErrUnsupported, "With")
+	require.Truef(t, strings.Contains(err.Error(), "SQLite"), "error does not name SQLite: %v", err)
+	require.Truef(t, !ran, "fn ran unserialised")
 	_, err = advisory.Acquire(context.Background(), tg.DB, lockName(t))
-	mustIs(t, err, advisory.ErrUnsupported, "Acquire")
+	require.ErrorIs(t, err, advisory.ErrUnsupported, "Acquire")
 	err = tg.DB.Transaction(func(tx *gorm.DB) error { return advisory.WithTx(tx, lockName(t)) })
-	mustIs(t, err, advisory.ErrUnsupported, "WithTx")
-	mustTrue(t, !advisory.Supported(tg.DB), "Supported(SQLite)")
+	require.ErrorIs(t, err, advisory.ErrUnsupported, "WithTx")
+	require.Truef(t, !advisory.Supported(tg.DB), "Supported(SQLite)")
 }
 
 // Names reach MySQL and MariaDB untouched: the server decides what is too
@@ -251,21 +252,21 @@ func TestLongNamesAreTheServersBusiness(t *testing.T) {
 	var serverErr *mysqldriver.MySQLError
 	if tg.Is(dialects.MySQL) {
 		err := advisory.With(ctx, tg.DB, name65, notRun(t))
-		mustTrue(t, errors.As(err, &serverErr), "65 characters on MySQL: %v, want the server's error", err)
+		require.Truef(t, errors.As(err, &serverErr), "65 characters on MySQL: %v, want the server's error", err)
 		t.Logf("MySQL, 65 characters: %v", err)
 		return
 	}
 	// MariaDB takes 65 characters, and does not truncate them into the
 	// 64-character prefix's lock.
 	err := advisory.With(ctx, tg.DB, name65, func(*gorm.DB) error {
-		mustTrue(t, holder(t, tg, name65) != 0, "65-character lock not held")
-		mustTrue(t, holder(t, tg, name65[:64]) == 0, "the name was truncated")
+		require.Truef(t, holder(t, tg, name65) != 0, "65-character lock not held")
+		require.Truef(t, holder(t, tg, name65[:64]) == 0, "the name was truncated")
 		return advisory.With(ctx, tg.Plain, name65[:64], noop, advisory.Timeout(0))
 	}, advisory.Timeout(0))
-	must(t, err, "65 characters on MariaDB")
+	require.NoError(t, err, "65 characters on MariaDB")
 	long := (prefix + "-long-" + strings.Repeat("x", 200))[:193]
 	err = advisory.With(ctx, tg.DB, long, notRun(t))
-	mustTrue(t, errors.As(err, &serverErr) && serverErr.Number == 1059, "193 characters: %v, want the server's ER_TOO_LONG_IDENT", err)
+	require.Truef(t, errors.As(err, &serverErr) && serverErr.Number == 1059, "193 characters: %v, want the server's ER_TOO_LONG_IDENT", err)
 	t.Logf("MariaDB, 193 characters: %v", err)
 }
 
@@ -274,16 +275,16 @@ func TestAcquireRelease(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		name := lockName(t)
 		l, err := advisory.Acquire(ctx, tg.DB, name, advisory.Timeout(time.Second))
-		must(t, err, "Acquire")
+		require.NoError(t, err, "Acquire")
 		if h := holder(t, tg, name); h != -1 { // SQL Server does not say who
-			mustTrue(t, h == sessionID(t, tg, l.DB()), "the lock is on session %d, Lock.DB on another", h)
+			require.Truef(t, h == sessionID(t, tg, l.DB()), "the lock is on session %d, Lock.DB on another", h)
 		}
 		cancel() // the acquisition's context ends; the lock and its DB live on
-		must(t, l.DB().Exec("SELECT 1").Error, "Lock.DB after the acquisition's ctx ended")
-		mustIs(t, advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.Timeout(0)), advisory.ErrTimeout, "while acquired")
-		must(t, l.Release(ctx), "Release")
-		mustIs(t, l.Release(ctx), advisory.ErrNotHeld, "second Release")
-		mustTrue(t, holder(t, tg, name) == 0, "held after Release")
+		require.NoError(t, l.DB().Exec("SELECT 1").Error, "Lock.DB after the acquisition's ctx ended")
+		require.ErrorIs(t, advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.Timeout(0)), advisory.ErrTimeout, "while acquired")
+		require.NoError(t, l.Release(ctx), "Release")
+		require.ErrorIs(t, l.Release(ctx), advisory.ErrNotHeld, "second Release")
+		require.Truef(t, holder(t, tg, name) == 0, "held after Release")
 	})
 }
 
@@ -293,35 +294,35 @@ func TestWithTx(t *testing.T) {
 		name := lockName(t)
 		if !tg.Is(dialects.Postgres, dialects.SQLServer) {
 			err := tg.DB.Transaction(func(tx *gorm.DB) error { return advisory.WithTx(tx, name) })
-			mustIs(t, err, advisory.ErrUnsupported, "WithTx on "+tg.Name)
+			require.ErrorIs(t, err, advisory.ErrUnsupported, "WithTx on "+tg.Name)
 			return
 		}
-		mustTrue(t, advisory.WithTx(tg.DB, name) != nil, "WithTx outside a transaction")
+		require.Truef(t, advisory.WithTx(tg.DB, name) != nil, "WithTx outside a transaction")
 
 		err := tg.DB.Transaction(func(tx *gorm.DB) error {
 			if tg.Is(dialects.Postgres) {
-				must(t, tx.Exec("SET LOCAL lock_timeout = '7s'").Error, "SET LOCAL")
+				require.NoError(t, tx.Exec("SET LOCAL lock_timeout = '7s'").Error, "SET LOCAL")
 			}
-			must(t, advisory.WithTx(tx, name, advisory.Timeout(time.Second)), "WithTx")
-			must(t, advisory.WithTx(tx, name, advisory.Timeout(0)), "WithTx again in its transaction")
+			require.NoError(t, advisory.WithTx(tx, name, advisory.Timeout(time.Second)), "WithTx")
+			require.NoError(t, advisory.WithTx(tx, name, advisory.Timeout(0)), "WithTx again in its transaction")
 			if tg.Is(dialects.Postgres) {
 				var lt string
-				must(t, tx.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
-				mustTrue(t, lt == "7s", "WithTx left lock_timeout at %q", lt)
+				require.NoError(t, tx.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
+				require.Truef(t, lt == "7s", "WithTx left lock_timeout at %q", lt)
 			}
-			mustTrue(t, holder(t, tg, name) != 0, "not held")
+			require.Truef(t, holder(t, tg, name) != 0, "not held")
 			// Busy for everybody else until the transaction ends.
-			mustIs(t, advisory.With(ctx, tg.Plain, name, notRun(t), advisory.Timeout(0)), advisory.ErrTimeout, "With while held")
+			require.ErrorIs(t, advisory.With(ctx, tg.Plain, name, notRun(t), advisory.Timeout(0)), advisory.ErrTimeout, "With while held")
 			return tg.Plain.Transaction(func(tx2 *gorm.DB) error {
-				mustIs(t, advisory.WithTx(tx2, name, advisory.Timeout(0)), advisory.ErrTimeout, "WithTx Timeout(0) while held")
+				require.ErrorIs(t, advisory.WithTx(tx2, name, advisory.Timeout(0)), advisory.ErrTimeout, "WithTx Timeout(0) while held")
 				start := time.Now()
-				mustIs(t, advisory.WithTx(tx2, name, advisory.Timeout(300*time.Millisecond)), advisory.ErrTimeout, "WithTx Timeout(300ms) while held")
-				mustTrue(t, time.Since(start) >= 250*time.Millisecond, "gave up after %v", time.Since(start))
+				require.ErrorIs(t, advisory.WithTx(tx2, name, advisory.Timeout(300*time.Millisecond)), advisory.ErrTimeout, "WithTx Timeout(300ms) while held")
+				require.Truef(t, time.Since(start) >= 250*time.Millisecond, "gave up after %v", time.Since(start))
 				return errors.New("roll back") // a failed wait aborts a PostgreSQL transaction
 			})
 		})
-		mustTrue(t, err != nil && strings.Contains(err.Error(), "roll back"), "err = %v", err)
-		mustTrue(t, holder(t, tg, name) == 0, "transaction lock outlived its transaction")
-		must(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after the transaction")
+		require.Truef(t, err != nil && strings.Contains(err.Error(), "roll back"), "err = %v", err)
+		require.Truef(t, holder(t, tg, name) == 0, "transaction lock outlived its transaction")
+		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after the transaction")
 	})
 }

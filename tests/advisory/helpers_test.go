@@ -214,27 +214,3 @@ func hold(t *testing.T, db *gorm.DB, name string, inside func(conn *gorm.DB)) (r
 	t.Cleanup(func() { _ = release() })
 	return release
 }
-
-// testify's dependencies are missing from tests/go.sum, so these few checks
-// stand in for require.
-
-func must(t testing.TB, err error, what string) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func mustIs(t testing.TB, err, target error, what string) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("%s: err = %v, want %v", what, err, target)
-	}
-}
-
-func mustTrue(t testing.TB, ok bool, format string, args ...any) {
-	t.Helper()
-	if !ok {
-		t.Fatalf(format, args...)
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // withPGParam adds a connection parameter to a PostgreSQL DSN of either form.
@@ -51,12 +52,12 @@ func TestLockOnPrimaryWithDBResolver(t *testing.T) {
 				markSQL = "SELECT DATABASE()"
 			}
 			db, err := gorm.Open(testdb.Dialector(kind, defaultDSN), &gorm.Config{Logger: logger.Discard})
-			must(t, err, "open")
+			require.NoError(t, err, "open")
 			resolver := dbresolver.Register(dbresolver.Config{
 				Sources:  []gorm.Dialector{testdb.Dialector(kind, primaryDSN)},
 				Replicas: []gorm.Dialector{testdb.Dialector(kind, replicaDSN)},
 			})
-			must(t, db.Use(resolver), "dbresolver")
+			require.NoError(t, db.Use(resolver), "dbresolver")
 			t.Cleanup(func() {
 				_ = resolver.Call(func(p gorm.ConnPool) error {
 					if c, ok := p.(interface{ Close() error }); ok {
@@ -71,26 +72,26 @@ func TestLockOnPrimaryWithDBResolver(t *testing.T) {
 
 			// The resolver is live: plain reads go to the replica.
 			var mark string
-			must(t, db.Raw(markSQL).Scan(&mark).Error, "read")
-			mustTrue(t, mark == replicaMark, "reads went to %q, not the replica: the test cannot tell the pools apart", mark)
+			require.NoError(t, db.Raw(markSQL).Scan(&mark).Error, "read")
+			require.Truef(t, mark == replicaMark, "reads went to %q, not the replica: the test cannot tell the pools apart", mark)
 
 			name := lockName(t)
 			err = advisory.With(context.Background(), db, name, func(conn *gorm.DB) error {
 				got := lockHolderMark(t, tg, name)
-				mustTrue(t, got == primaryMark, "the lock is held by a %q session, want the primary %q", got, primaryMark)
+				require.Truef(t, got == primaryMark, "the lock is held by a %q session, want the primary %q", got, primaryMark)
 				// A transaction in fn begins on the pinned connection, which
 				// dbresolver leaves alone.
 				var inTx string
-				must(t, conn.Transaction(func(tx *gorm.DB) error { return tx.Raw(markSQL).Scan(&inTx).Error }), "transaction")
-				mustTrue(t, inTx == primaryMark, "fn's transaction ran on %q", inTx)
+				require.NoError(t, conn.Transaction(func(tx *gorm.DB) error { return tx.Raw(markSQL).Scan(&inTx).Error }), "transaction")
+				require.Truef(t, inTx == primaryMark, "fn's transaction ran on %q", inTx)
 				// Outside a transaction dbresolver re-routes conn's reads
 				// (the README says so): logged, not asserted.
 				var plain string
-				must(t, conn.Raw(markSQL).Scan(&plain).Error, "plain read in fn")
+				require.NoError(t, conn.Raw(markSQL).Scan(&plain).Error, "plain read in fn")
 				t.Logf("%s: a plain read in fn went to %q", kind, plain)
 				return nil
 			})
-			must(t, err, "With")
+			require.NoError(t, err, "With")
 		})
 	}
 }
@@ -109,7 +110,7 @@ func lockHolderMark(t *testing.T, tg *testdb.Target, name string) string {
 	} else {
 		err = tg.Plain.Raw("SELECT DB FROM information_schema.PROCESSLIST WHERE ID = IS_USED_LOCK(?)", name).Scan(&mark).Error
 	}
-	must(t, err, "holder's mark")
+	require.NoError(t, err, "holder's mark")
 	return mark.String
 }
 
@@ -131,8 +132,8 @@ func TestPostgresLockTimeoutStaysLocal(t *testing.T) {
 	})
 	strict.SQL.SetMaxOpenConns(1)
 	var lt string
-	must(t, strict.DB.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
-	mustTrue(t, lt == "100ms", "the pool's lock_timeout is %q: the test cannot fail", lt)
+	require.NoError(t, strict.DB.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
+	require.Truef(t, lt == "100ms", "the pool's lock_timeout is %q: the test cannot fail", lt)
 
 	name := lockName(t)
 	release := hold(t, tg.DB, name, nil)
@@ -140,34 +141,34 @@ func TestPostgresLockTimeoutStaysLocal(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err := advisory.With(ctx, strict.DB, name, notRun(t))
-	mustIs(t, err, context.DeadlineExceeded, "indefinite wait under a 100ms server lock_timeout")
-	mustTrue(t, time.Since(start) >= 550*time.Millisecond, "the indefinite wait ended after %v", time.Since(start))
+	require.ErrorIs(t, err, context.DeadlineExceeded, "indefinite wait under a 100ms server lock_timeout")
+	require.Truef(t, time.Since(start) >= 550*time.Millisecond, "the indefinite wait ended after %v", time.Since(start))
 
-	mustIs(t, advisory.With(context.Background(), strict.DB, name, notRun(t), advisory.Timeout(200*time.Millisecond)), advisory.ErrTimeout, "Timeout(200ms)")
-	must(t, strict.DB.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
-	mustTrue(t, lt == "100ms", "the pooled connection kept lock_timeout %q", lt)
+	require.ErrorIs(t, advisory.With(context.Background(), strict.DB, name, notRun(t), advisory.Timeout(200*time.Millisecond)), advisory.ErrTimeout, "Timeout(200ms)")
+	require.NoError(t, strict.DB.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
+	require.Truef(t, lt == "100ms", "the pooled connection kept lock_timeout %q", lt)
 
-	must(t, release(), "holder")
-	must(t, advisory.With(context.Background(), strict.DB, name, func(conn *gorm.DB) error {
+	require.NoError(t, release(), "holder")
+	require.NoError(t, advisory.With(context.Background(), strict.DB, name, func(conn *gorm.DB) error {
 		return conn.Raw("SHOW lock_timeout").Scan(&lt).Error
 	}, advisory.Timeout(time.Second)), "With")
-	mustTrue(t, lt == "100ms", "fn saw lock_timeout %q", lt)
+	require.Truef(t, lt == "100ms", "fn saw lock_timeout %q", lt)
 }
 
 // SQL Server and MySQL through their real dialectors in DryRun mode, with
 // no server: recognised, and refused before anything is sent.
 func TestDryRunDialectors(t *testing.T) {
 	ms := testdb.DryRun(t, "sqlserver")
-	mustTrue(t, dialects.Of(ms).Kind == dialects.SQLServer && advisory.Supported(ms), "SQL Server not recognised")
+	require.Truef(t, dialects.Of(ms).Kind == dialects.SQLServer && advisory.Supported(ms), "SQL Server not recognised")
 	err := advisory.With(context.Background(), ms, lockName(t), notRun(t))
-	mustTrue(t, err != nil && strings.Contains(err.Error(), "DryRun"), "DryRun With: %v", err)
+	require.Truef(t, err != nil && strings.Contains(err.Error(), "DryRun"), "DryRun With: %v", err)
 	err = advisory.With(context.Background(), ms, strings.Repeat("x", 256), notRun(t))
-	mustTrue(t, err != nil && strings.Contains(err.Error(), "255"), "256-character name on SQL Server: %v", err)
-	mustTrue(t, advisory.WithTx(ms, lockName(t)) != nil, "DryRun WithTx")
+	require.Truef(t, err != nil && strings.Contains(err.Error(), "255"), "256-character name on SQL Server: %v", err)
+	require.Truef(t, advisory.WithTx(ms, lockName(t)) != nil, "DryRun WithTx")
 
 	my := testdb.DryRun(t, "mysql-8.0.36")
-	mustTrue(t, advisory.Supported(my), "MySQL not supported")
+	require.Truef(t, advisory.Supported(my), "MySQL not supported")
 	err = advisory.WithTx(my, lockName(t))
-	mustIs(t, err, advisory.ErrUnsupported, "WithTx on MySQL")
-	mustTrue(t, strings.Contains(err.Error(), "MySQL 8.0.36"), "error does not name the database: %v", err)
+	require.ErrorIs(t, err, advisory.ErrUnsupported, "WithTx on MySQL")
+	require.Truef(t, strings.Contains(err.Error(), "MySQL 8.0.36"), "error does not name the database: %v", err)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // TestExpiry: a hold with a 300 ms TTL counts until it expires, by the
@@ -20,7 +21,7 @@ func TestExpiry(t *testing.T) {
 		ctx := context.Background()
 		s := newSeat(t, tg.DB, 1)
 		h, err := holds.Acquire(ctx, tg.DB, s, "user:1", holds.TTL(300*time.Millisecond), inTable)
-		must(t, err)
+		require.NoError(t, err)
 		if h == nil || h.ExpiresAt == nil || h.ExpiresAt.Sub(h.CreatedAt) != 300*time.Millisecond {
 			t.Fatalf("hold = %+v, want one expiring 300ms after it was created", h)
 		}
@@ -32,7 +33,7 @@ func TestExpiry(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			n, err := holds.Available(ctx, tg.DB, s, inTable)
-			must(t, err)
+			require.NoError(t, err)
 			if n == 1 {
 				break
 			}
@@ -65,16 +66,16 @@ func TestReleaseFreesSlot(t *testing.T) {
 		ctx := context.Background()
 		s := newSeat(t, tg.DB, 1)
 		h, err := holds.Acquire(ctx, tg.DB, s, "user:1", inTable)
-		must(t, err)
+		require.NoError(t, err)
 		if full, err := holds.IsFull(ctx, tg.DB, s, inTable); err != nil || !full {
 			t.Fatalf("IsFull with the one slot held = %v, %v", full, err)
 		}
-		must(t, holds.Release(ctx, tg.DB, h))
+		require.NoError(t, holds.Release(ctx, tg.DB, h))
 		if h.ReleasedAt == nil {
 			t.Fatal("ReleasedAt not set")
 		}
 		first := *h.ReleasedAt
-		must(t, holds.Release(ctx, tg.DB, h))
+		require.NoError(t, holds.Release(ctx, tg.DB, h))
 		if !h.ReleasedAt.Equal(first) {
 			t.Fatalf("second release moved ReleasedAt from %v to %v", first, *h.ReleasedAt)
 		}
@@ -102,9 +103,9 @@ func TestSameHolderSameHold(t *testing.T) {
 		ctx := context.Background()
 		s := newSeat(t, tg.DB, 2)
 		a, err := holds.Acquire(ctx, tg.DB, s, "user:1", inTable)
-		must(t, err)
+		require.NoError(t, err)
 		b, err := holds.Acquire(ctx, tg.DB, s, "user:1", inTable)
-		must(t, err)
+		require.NoError(t, err)
 		if a == nil || b == nil || a.ID != b.ID {
 			t.Fatalf("same holder twice: %+v and %+v; want the same hold", a, b)
 		}
@@ -113,12 +114,12 @@ func TestSameHolderSameHold(t *testing.T) {
 		}
 		// Holders compare exactly, on MySQL/MariaDB too.
 		c, err := holds.Acquire(ctx, tg.DB, s, "USER:1", inTable)
-		must(t, err)
+		require.NoError(t, err)
 		if c == nil || c.ID == a.ID {
 			t.Fatalf("holder USER:1 got %+v; want its own hold", c)
 		}
 		got, err := holds.ActiveFor(ctx, tg.DB, s, "user:1", inTable)
-		must(t, err)
+		require.NoError(t, err)
 		if got == nil || got.ID != a.ID || got.Holder != "user:1" || got.ResourceType != seatsTable {
 			t.Fatalf("ActiveFor = %+v, want hold %d", got, a.ID)
 		}
@@ -133,17 +134,17 @@ func TestExtend(t *testing.T) {
 		ctx := context.Background()
 		s := newSeat(t, tg.DB, 1)
 		h, err := holds.Acquire(ctx, tg.DB, s, "user:1", holds.TTL(time.Second), inTable)
-		must(t, err)
+		require.NoError(t, err)
 		old := *h.ExpiresAt
-		must(t, holds.Extend(ctx, tg.DB, h, time.Hour))
+		require.NoError(t, holds.Extend(ctx, tg.DB, h, time.Hour))
 		if h.ExpiresAt == nil || h.ExpiresAt.Sub(old) < 59*time.Minute {
 			t.Fatalf("ExpiresAt after Extend(1h) = %v, was %v", h.ExpiresAt, old)
 		}
-		must(t, holds.Extend(ctx, tg.DB, h, 0))
+		require.NoError(t, holds.Extend(ctx, tg.DB, h, 0))
 		if h.ExpiresAt != nil {
 			t.Fatalf("ExpiresAt after Extend(0) = %v, want none", h.ExpiresAt)
 		}
-		must(t, holds.Extend(ctx, tg.DB, h, 0)) // unchanged row: still fine on MySQL
+		require.NoError(t, holds.Extend(ctx, tg.DB, h, 0)) // unchanged row: still fine on MySQL
 		if err := holds.Extend(ctx, tg.DB, h, -time.Second); !errors.Is(err, holds.ErrInvalid) {
 			t.Fatalf("negative TTL: %v, want ErrInvalid", err)
 		}
@@ -161,12 +162,12 @@ func TestLowerCapacity(t *testing.T) {
 		var held []*holds.Hold
 		for _, who := range []string{"a", "b", "c"} {
 			h, err := holds.Acquire(ctx, tg.DB, s, who, inTable)
-			must(t, err)
+			require.NoError(t, err)
 			held = append(held, h)
 		}
 		stale := *s // still says 3
-		must(t, tg.DB.Model(s).Update("capacity", 1).Error)
-		must(t, holds.Release(ctx, tg.DB, held[2]))
+		require.NoError(t, tg.DB.Model(s).Update("capacity", 1).Error)
+		require.NoError(t, holds.Release(ctx, tg.DB, held[2]))
 		if h, err := holds.Acquire(ctx, tg.DB, &stale, "d", inTable); err != nil || h != nil {
 			t.Fatalf("acquire over the lowered capacity: %+v, %v; want nil", h, err)
 		}
@@ -188,10 +189,10 @@ func TestSoftDeletedResourceStillSerialises(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
 		setup(t, tg)
 		s := newSeat(t, tg.DB, 1)
-		must(t, tg.DB.Delete(s).Error)
+		require.NoError(t, tg.DB.Delete(s).Error)
 		for round := 0; round < 5; round++ {
 			if round > 0 {
-				must(t, tg.DB.Table(holdsTable).Where("1 = 1").Delete(nil).Error)
+				require.NoError(t, tg.DB.Table(holdsTable).Where("1 = 1").Delete(nil).Error)
 			}
 			if granted, rows := race(t, tg.DB, s, 8); granted != 1 || rows != 1 {
 				t.Fatalf("round %d: %d holds granted, %d in the table; want 1", round, granted, rows)
@@ -223,7 +224,7 @@ func TestInCallerTransaction(t *testing.T) {
 		if n := holdRows(t, tg.DB, s); n != 0 {
 			t.Fatalf("%d hold rows after the caller rolled back, want 0", n)
 		}
-		must(t, tg.DB.Transaction(func(tx *gorm.DB) error {
+		require.NoError(t, tg.DB.Transaction(func(tx *gorm.DB) error {
 			h, err = holds.Acquire(ctx, tx, s, "user:1", inTable)
 			return err
 		}))

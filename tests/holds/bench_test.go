@@ -14,6 +14,7 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -70,20 +71,20 @@ func benchAcquire(b *testing.B, resources int) {
 func benchSetup(b *testing.B, tg *testdb.Target, resources int) []benchSeat {
 	b.Helper()
 	tg.Reset(b, &benchSeat{})
-	must(b, tg.DB.Migrator().DropTable(benchHolds))
-	must(b, holds.Migrate(tg.DB, holds.Table(benchHolds)))
+	require.NoError(b, tg.DB.Migrator().DropTable(benchHolds))
+	require.NoError(b, holds.Migrate(tg.DB, holds.Table(benchHolds)))
 	seats := make([]benchSeat, resources)
 	for i := range seats {
 		seats[i].Capacity = 1 << 30
 	}
-	must(b, tg.DB.Create(&seats).Error)
+	require.NoError(b, tg.DB.Create(&seats).Error)
 	return seats
 }
 
 // runWorkers runs b.N acquisitions on 8 workers and reports acq/s. The holds
 // table is emptied first, so every run counts from zero.
 func runWorkers(b *testing.B, tg *testdb.Target, acquire func(ctx context.Context, i int) error) {
-	must(b, tg.DB.Session(&gorm.Session{AllowGlobalUpdate: true}).Table(benchHolds).Delete(nil).Error)
+	require.NoError(b, tg.DB.Session(&gorm.Session{AllowGlobalUpdate: true}).Table(benchHolds).Delete(nil).Error)
 	ctx := context.Background()
 	var next atomic.Int64
 	var wg sync.WaitGroup

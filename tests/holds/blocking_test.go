@@ -12,6 +12,7 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // TestOtherResourceNotBlocked: while an Acquire on resource A is paused
@@ -32,7 +33,7 @@ func TestOtherResourceNotBlocked(t *testing.T) {
 			a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
 			paused := testdb.Open(t, tg.Kind(), nil)
 			inserted, proceed := make(chan struct{}), make(chan struct{})
-			must(t, paused.DB.Callback().Create().After("gorm:create").Register("holds_test:pause", func(tx *gorm.DB) {
+			require.NoError(t, paused.DB.Callback().Create().After("gorm:create").Register("holds_test:pause", func(tx *gorm.DB) {
 				if tx.Statement.Table == holdsTable {
 					close(inserted)
 					<-proceed
@@ -64,7 +65,7 @@ func TestOtherResourceNotBlocked(t *testing.T) {
 		t.Run("caller's READ COMMITTED transaction", func(t *testing.T) {
 			a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
 			tx := tg.DB.Begin(&sql.TxOptions{Isolation: sql.LevelReadCommitted})
-			must(t, tx.Error)
+			require.NoError(t, tx.Error)
 			defer tx.Rollback()
 			if ha, err := holds.Acquire(ctx, tx, a, "user:a", inTable); err != nil || ha == nil {
 				t.Fatalf("acquire A in the open transaction: %+v, %v", ha, err)
@@ -104,10 +105,10 @@ func TestLockingCountBlocksOthersOnInnoDB(t *testing.T) {
 	ctx := context.Background()
 	a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
 	tx := tg.DB.Begin()
-	must(t, tx.Error)
+	require.NoError(t, tx.Error)
 	defer tx.Rollback()
 	var ids []int64
-	must(t, tx.Raw("SELECT id FROM "+holdsTable+" WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL FOR UPDATE",
+	require.NoError(t, tx.Raw("SELECT id FROM "+holdsTable+" WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL FOR UPDATE",
 		seatsTable, fmt.Sprint(a.ID)).Scan(&ids).Error)
 
 	bounded, cancel := context.WithTimeout(ctx, time.Second)

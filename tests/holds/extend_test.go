@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // TestExtendRacesExpiry: a caller extends its hold inside a transaction
@@ -32,7 +33,7 @@ func TestExtendRacesExpiry(t *testing.T) {
 				h = &holds.Hold{ID: h.ID, ResourceType: h.ResourceType, ResourceID: h.ResourceID, Holder: h.Holder}
 			}
 			tx := tg.DB.Begin()
-			must(t, tx.Error)
+			require.NoError(t, tx.Error)
 			extended := holds.Extend(ctx, tx, h, time.Minute, inTable)
 			if extended != nil {
 				tx.Rollback()
@@ -44,7 +45,7 @@ func TestExtendRacesExpiry(t *testing.T) {
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				n, err := holds.Available(ctx, tg.DB, s, inTable)
-				must(t, err)
+				require.NoError(t, err)
 				if n == 1 || time.Now().After(deadline) {
 					break
 				}
@@ -68,7 +69,7 @@ func TestExtendRacesExpiry(t *testing.T) {
 				finished = true
 			case <-time.After(500 * time.Millisecond): // queued behind the extension
 			}
-			must(t, tx.Commit().Error)
+			require.NoError(t, tx.Commit().Error)
 			if !finished {
 				r = <-done
 			}

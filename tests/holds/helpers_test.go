@@ -14,6 +14,7 @@ import (
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 	"github.com/lockplugin/lockplugin/tests/scenario"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -39,14 +40,14 @@ func (s seat) HoldCapacity() int { return s.Capacity }
 func setup(t *testing.T, tg *testdb.Target) {
 	t.Helper()
 	tg.Reset(t, &seat{})
-	must(t, tg.DB.Migrator().DropTable(holdsTable))
-	must(t, holds.Migrate(tg.DB, inTable))
+	require.NoError(t, tg.DB.Migrator().DropTable(holdsTable))
+	require.NoError(t, holds.Migrate(tg.DB, inTable))
 }
 
 func newSeat(t *testing.T, db *gorm.DB, capacity int) *seat {
 	t.Helper()
 	s := &seat{Capacity: capacity}
-	must(t, db.Create(s).Error)
+	require.NoError(t, db.Create(s).Error)
 	return s
 }
 
@@ -54,7 +55,7 @@ func newSeat(t *testing.T, db *gorm.DB, capacity int) *seat {
 func holdRows(t *testing.T, db *gorm.DB, s *seat) int64 {
 	t.Helper()
 	var n int64
-	must(t, db.Table(holdsTable).Where("resource_type = ? AND resource_id = ?", seatsTable, fmt.Sprint(s.ID)).Count(&n).Error)
+	require.NoError(t, db.Table(holdsTable).Where("resource_type = ? AND resource_id = ?", seatsTable, fmt.Sprint(s.ID)).Count(&n).Error)
 	return n
 }
 
@@ -63,7 +64,7 @@ func holdRows(t *testing.T, db *gorm.DB, s *seat) int64 {
 func activeRows(t *testing.T, db *gorm.DB, s *seat) int64 {
 	t.Helper()
 	var n int64
-	must(t, db.Table(holdsTable).Where("resource_type = ? AND resource_id = ? AND released_at IS NULL", seatsTable, fmt.Sprint(s.ID)).Count(&n).Error)
+	require.NoError(t, db.Table(holdsTable).Where("resource_type = ? AND resource_id = ? AND released_at IS NULL", seatsTable, fmt.Sprint(s.ID)).Count(&n).Error)
 	return n
 }
 
@@ -80,7 +81,7 @@ func race(t *testing.T, db *gorm.DB, s *seat, workers int) (granted, rows int64)
 		}
 		return err
 	})
-	must(t, scenario.FirstError(errs))
+	require.NoError(t, scenario.FirstError(errs))
 	return n.Load(), activeRows(t, db, s)
 }
 
@@ -99,7 +100,7 @@ func withoutResourceLock(t *testing.T, db *gorm.DB) *atomic.Int64 {
 			stripped.Add(1)
 		}
 	})
-	must(t, err)
+	require.NoError(t, err)
 	return &stripped
 }
 
@@ -115,7 +116,7 @@ func (retryableErr) SQLState() string { return "40001" }
 func injectAfterInsert(t *testing.T, db *gorm.DB, n int64, err error) *atomic.Int64 {
 	t.Helper()
 	var calls atomic.Int64
-	must(t, db.Callback().Create().After("gorm:create").Register("holds_test:inject", func(tx *gorm.DB) {
+	require.NoError(t, db.Callback().Create().After("gorm:create").Register("holds_test:inject", func(tx *gorm.DB) {
 		if tx.Statement.Table != holdsTable || tx.Error != nil {
 			return
 		}
@@ -124,12 +125,4 @@ func injectAfterInsert(t *testing.T, db *gorm.DB, n int64, err error) *atomic.In
 		}
 	}))
 	return &calls
-}
-
-// must fails the test at once on an error.
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // keyless has no primary key.
@@ -57,7 +58,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("IsFull with capacity -1: %v, %v", full, err)
 		}
 		var n int64
-		must(t, tg.DB.Table(holdsTable).Count(&n).Error)
+		require.NoError(t, tg.DB.Table(holdsTable).Count(&n).Error)
 		if n != 0 {
 			t.Fatalf("%d hold rows written by bad calls, want 0", n)
 		}

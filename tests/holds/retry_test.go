@@ -10,6 +10,7 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // TestReplayRetryable: an insert that fails with a retryable error after
@@ -90,7 +91,7 @@ func TestReplayInCallerTransaction(t *testing.T) {
 		s := newSeat(t, tg.DB, 1)
 		calls := injectAfterInsert(t, tg.DB, 2, retryableErr{})
 		var mine, theirs *seat
-		must(t, tg.DB.Transaction(func(tx *gorm.DB) error {
+		require.NoError(t, tg.DB.Transaction(func(tx *gorm.DB) error {
 			mine = newSeat(t, tx, 5) // the caller's own work
 			h, err := holds.Acquire(ctx, tx, s, "user:1", inTable)
 			if err != nil || h == nil {
@@ -107,7 +108,7 @@ func TestReplayInCallerTransaction(t *testing.T) {
 
 		calls.Store(-1000) // every insert from here on fails
 		s2 := newSeat(t, tg.DB, 1)
-		must(t, tg.DB.Transaction(func(tx *gorm.DB) error {
+		require.NoError(t, tg.DB.Transaction(func(tx *gorm.DB) error {
 			h, err := holds.Acquire(ctx, tx, s2, "user:1", inTable)
 			if !errors.As(err, new(retryableErr)) || h != nil {
 				t.Errorf("Acquire = %+v, %v; want the injected error", h, err)
@@ -120,7 +121,7 @@ func TestReplayInCallerTransaction(t *testing.T) {
 		}
 		for _, x := range []*seat{mine, theirs} {
 			var n int64
-			must(t, tg.DB.Model(&seat{}).Where("id = ?", x.ID).Count(&n).Error)
+			require.NoError(t, tg.DB.Model(&seat{}).Where("id = ?", x.ID).Count(&n).Error)
 			if n != 1 {
 				t.Fatalf("the caller's row %d is gone", x.ID)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCallerSnapshotNeverOversells: a caller's transaction reads something
@@ -51,18 +52,18 @@ func callerSnapshot(t *testing.T, tg *testdb.Target) {
 		t.Run(level.String(), func(t *testing.T) {
 			s, other := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
 			tx := tg.DB.Begin(&sql.TxOptions{Isolation: level})
-			must(t, tx.Error)
+			require.NoError(t, tx.Error)
 			defer tx.Rollback()
 			// The caller's own read, of another row: it fixes a REPEATABLE
 			// READ snapshot and locks nothing Acquire needs.
-			must(t, tx.First(&seat{}, other.ID).Error)
+			require.NoError(t, tx.First(&seat{}, other.ID).Error)
 
 			theirs, err := holds.Acquire(ctx, tg.DB, s, "them", inTable)
 			if err != nil || theirs == nil {
 				t.Fatalf("the other acquirer: %+v, %v", theirs, err)
 			}
 			var seen int64
-			must(t, tx.Table(holdsTable).Where("resource_id = ?", theirs.ResourceID).Count(&seen).Error)
+			require.NoError(t, tx.Table(holdsTable).Where("resource_id = ?", theirs.ResourceID).Count(&seen).Error)
 			stale := seen == 0
 
 			mine, err := holds.Acquire(ctx, tx, s, "me", inTable)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 	"github.com/lockplugin/lockplugin/tests/scenario"
+	"github.com/stretchr/testify/require"
 )
 
 // PlainCounter has no version: the unprotected baseline.
@@ -26,7 +27,7 @@ func unprotected(ctx context.Context, t *testing.T, tg *testdb.Target, workers, 
 	db := tg.DB.WithContext(ctx)
 	tg.Reset(t, &PlainCounter{})
 	c := PlainCounter{}
-	must(t, db.Create(&c).Error)
+	require.NoError(t, db.Create(&c).Error)
 	var ops atomic.Int64
 	errs, _ := scenario.Race(workers, func(int) error {
 		for i := 0; i < rounds; i++ {
@@ -42,9 +43,9 @@ func unprotected(ctx context.Context, t *testing.T, tg *testdb.Target, workers, 
 		}
 		return nil
 	})
-	must(t, scenario.FirstError(errs))
+	require.NoError(t, scenario.FirstError(errs))
 	var final PlainCounter
-	must(t, db.First(&final, c.ID).Error)
+	require.NoError(t, db.First(&final, c.ID).Error)
 	return int(ops.Load()) - final.N, int(ops.Load())
 }
 
@@ -69,12 +70,12 @@ func TestLostUpdate(t *testing.T) {
 
 		cfg := scenario.Config{Workers: workers, Rounds: rounds, Prefix: "ver_" + sanitize(t.Name())}
 		res, err := scenario.LostUpdateVersion(ctx, tg.DB, cfg)
-		must(t, err)
+		require.NoError(t, err)
 		t.Logf("%s with version: %s in %v", tg.Name, res.Observed, res.Elapsed)
 		if !res.OK || res.Lost != 0 || res.Ops != workers*rounds {
 			t.Fatalf("version + RetryOnConflict: %s (ops %d)", res.Observed, res.Ops)
 		}
-		must(t, tg.DB.Migrator().DropTable(cfg.Prefix+"_vcounters"))
+		require.NoError(t, tg.DB.Migrator().DropTable(cfg.Prefix+"_vcounters"))
 	})
 }
 
@@ -87,12 +88,12 @@ func TestLostUpdateSQLiteDeferred(t *testing.T) {
 	})
 	cfg := scenario.Config{Workers: 8, Rounds: 25, Prefix: "ver_deferred"}
 	res, err := scenario.LostUpdateVersion(ctxOf(t), tg.DB, cfg)
-	must(t, err)
+	require.NoError(t, err)
 	t.Logf("sqlite (deferred) with version: %s in %v", res.Observed, res.Elapsed)
 	if !res.OK {
 		t.Fatalf("version + RetryOnConflict: %s", res.Observed)
 	}
-	must(t, tg.DB.Migrator().DropTable(cfg.Prefix+"_vcounters"))
+	require.NoError(t, tg.DB.Migrator().DropTable(cfg.Prefix+"_vcounters"))
 }
 
 func sanitize(name string) string {

@@ -7,6 +7,8 @@ import (
 	"gorm.io/plugin/dbresolver"
 
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // dbresolver beside the plugin: writes go to the source, the guard holds,
@@ -15,18 +17,18 @@ import (
 func TestWithDBResolver(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, shared *testdb.Target) {
 		tg := testdb.Open(t, shared.Kind(), nil)
-		must(t, tg.DB.Use(dbresolver.Register(dbresolver.Config{
+		require.NoError(t, tg.DB.Use(dbresolver.Register(dbresolver.Config{
 			Replicas: []gorm.Dialector{testdb.Dialector(shared.Kind(), shared.DSN)},
 		})))
 		db := tg.DB.WithContext(ctxOf(t))
 		tg.Reset(t, &Book{})
 		a, b := twoCopies(t, db)
 		a.Title = "winner"
-		must(t, db.Save(&a).Error)
-		eq(t, 2, a.Version)
+		require.NoError(t, db.Save(&a).Error)
+		assert.EqualValues(t, 2, a.Version)
 		b.Title = "loser"
 		requireConflict(t, db.Save(&b).Error, &b, "update", 1, 2, false)
 		requireConflict(t, db.Delete(&b).Error, &b, "delete", 1, 2, false)
-		eq(t, "winner", load[Book](t, db.Clauses(dbresolver.Write), a.ID).Title)
+		assert.EqualValues(t, "winner", load[Book](t, db.Clauses(dbresolver.Write), a.ID).Title)
 	})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Each attempt of RetryOnConflict is its own transaction: what a failed
@@ -18,7 +20,7 @@ func TestRetryOnConflict(t *testing.T) {
 		db := tg.DB.WithContext(ctx)
 		tg.Reset(t, &Book{}, &Invoice{})
 		_, stale := twoCopies(t, db)
-		must(t, db.Model(&Book{}).Where("id = ?", stale.ID).Update("pages", 1).Error)
+		require.NoError(t, db.Model(&Book{}).Where("id = ?", stale.ID).Update("pages", 1).Error)
 
 		runs := 0
 		err := lockplugin.RetryOnConflict(ctx, db, 3, func(tx *gorm.DB) error {
@@ -30,20 +32,20 @@ func TestRetryOnConflict(t *testing.T) {
 			b.Title = "x"
 			return tx.Save(&b).Error
 		})
-		mustIs(t, err, lockplugin.ErrConcurrency)
-		eq(t, 3, runs, "runs")
+		require.ErrorIs(t, err, lockplugin.ErrConcurrency)
+		assert.EqualValues(t, 3, runs, "runs")
 		var n int64
-		must(t, db.Model(&Invoice{}).Count(&n).Error)
-		eq(t, 0, n, "every attempt rolled back")
+		require.NoError(t, db.Model(&Invoice{}).Count(&n).Error)
+		assert.EqualValues(t, 0, n, "every attempt rolled back")
 
 		boom := errors.New("boom")
 		runs = 0
 		err = lockplugin.RetryOnConflict(ctx, db, 3, func(*gorm.DB) error { runs++; return boom })
-		mustIs(t, err, boom)
-		eq(t, 1, runs, "a non-retryable error is not retried")
+		require.ErrorIs(t, err, boom)
+		assert.EqualValues(t, 1, runs, "a non-retryable error is not retried")
 
 		runs = 0
-		must(t, lockplugin.RetryOnConflict(ctx, db, 3, func(tx *gorm.DB) error {
+		require.NoError(t, lockplugin.RetryOnConflict(ctx, db, 3, func(tx *gorm.DB) error {
 			runs++
 			var b Book
 			if err := tx.First(&b, stale.ID).Error; err != nil {
@@ -52,12 +54,12 @@ func TestRetryOnConflict(t *testing.T) {
 			b.Title = "fresh"
 			return tx.Save(&b).Error
 		}))
-		eq(t, 1, runs)
-		eq(t, "fresh", load[Book](t, db, stale.ID).Title)
+		assert.EqualValues(t, 1, runs)
+		assert.EqualValues(t, "fresh", load[Book](t, db, stale.ID).Title)
 
 		err = db.Transaction(func(tx *gorm.DB) error {
 			return lockplugin.RetryOnConflict(ctx, tx, 3, func(*gorm.DB) error { return nil })
 		})
-		mustFail(t, err, "RetryOnConflict refuses a *gorm.DB inside a transaction")
+		require.Error(t, err, "RetryOnConflict refuses a *gorm.DB inside a transaction")
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 )
 
@@ -12,9 +14,9 @@ import (
 func threeBooks(t *testing.T, db *gorm.DB) []Book {
 	t.Helper()
 	books := []Book{{Title: "a0"}, {Title: "b0"}, {Title: "c0"}}
-	must(t, db.Create(&books).Error)
+	require.NoError(t, db.Create(&books).Error)
 	var loaded []Book
-	must(t, db.Order("id").Find(&loaded).Error)
+	require.NoError(t, db.Order("id").Find(&loaded).Error)
 	return loaded
 }
 
@@ -22,7 +24,7 @@ func threeBooks(t *testing.T, db *gorm.DB) []Book {
 func rowsOf(t *testing.T, db *gorm.DB) map[uint]Book {
 	t.Helper()
 	var all []Book
-	must(t, db.Order("id").Find(&all).Error)
+	require.NoError(t, db.Order("id").Find(&all).Error)
 	m := make(map[uint]Book, len(all))
 	for _, b := range all {
 		m[b.ID] = b
@@ -69,7 +71,7 @@ func TestSliceSaveOneStale(t *testing.T) {
 				// Somebody else changes the middle row.
 				other := books[1]
 				other.Title = "other"
-				must(t, db.Save(&other).Error)
+				require.NoError(t, db.Save(&other).Error)
 				before := rowsOf(t, db)
 
 				for i := range books {
@@ -80,15 +82,15 @@ func TestSliceSaveOneStale(t *testing.T) {
 				err := s.run(db, &books, fresh)
 				var want any = &books[1]
 				ce := requireConflict(t, err, want, "update", 1, 2, false)
-				eq(t, "ver_books", ce.Table)
+				assert.EqualValues(t, "ver_books", ce.Table)
 
 				after := rowsOf(t, db)
-				eq(t, before, after, "no row changed, no row added")
+				assert.EqualValues(t, before, after, "no row changed, no row added")
 				for i, b := range books[:3] {
-					eq(t, 1, b.Version, fmt.Sprintf("element %d keeps its version", i))
+					assert.EqualValues(t, 1, b.Version, fmt.Sprintf("element %d keeps its version", i))
 				}
-				eq(t, 0, books[3].ID, "the new element was not inserted")
-				eq(t, 0, books[3].Version)
+				assert.EqualValues(t, 0, books[3].ID, "the new element was not inserted")
+				assert.EqualValues(t, 0, books[3].Version)
 			})
 		}
 	})
@@ -107,26 +109,26 @@ func TestSliceSave(t *testing.T) {
 		}
 		books = append(books, Book{Title: "new"})
 		res := db.Save(&books)
-		must(t, res.Error)
-		eq(t, 4, res.RowsAffected)
+		require.NoError(t, res.Error)
+		assert.EqualValues(t, 4, res.RowsAffected)
 		rows := rowsOf(t, db)
-		eq(t, 4, len(rows))
+		assert.EqualValues(t, 4, len(rows))
 		for _, b := range books {
-			eq(t, b, rows[b.ID], "row matches the struct")
+			assert.EqualValues(t, b, rows[b.ID], "row matches the struct")
 		}
-		eq(t, 2, books[0].Version)
-		eq(t, 1, books[3].Version)
+		assert.EqualValues(t, 2, books[0].Version)
+		assert.EqualValues(t, 1, books[3].Version)
 
 		// The slice elements are guarded on the next Save too.
-		must(t, db.Save(&books).Error)
-		eq(t, 3, books[0].Version)
+		require.NoError(t, db.Save(&books).Error)
+		assert.EqualValues(t, 3, books[0].Version)
 		held.Title = "stale"
 		requireConflict(t, db.Save(&held).Error, &held, "update", 1, 3, false)
 
 		// A slice of new rows only is one INSERT, as in plain GORM.
 		newOnes := []Book{{Title: "n1"}, {Title: "n2"}}
-		must(t, db.Save(&newOnes).Error)
-		eq(t, 1, newOnes[1].Version)
+		require.NoError(t, db.Save(&newOnes).Error)
+		assert.EqualValues(t, 1, newOnes[1].Version)
 	})
 }
 
@@ -144,26 +146,26 @@ func TestSliceUpdatesAndDelete(t *testing.T) {
 				tg.Reset(t, &Book{})
 				books := threeBooks(t, db)
 				other := books[2]
-				must(t, db.Model(&other).Update("pages", 1).Error)
+				require.NoError(t, db.Model(&other).Update("pages", 1).Error)
 				before := rowsOf(t, db)
 
 				err := db.Model(&books).Update("title", "all")
 				requireConflict(t, err.Error, &books[2], "update", 1, 2, false)
-				eq(t, before, rowsOf(t, db), "no row changed")
+				assert.EqualValues(t, before, rowsOf(t, db), "no row changed")
 				for _, b := range books {
-					eq(t, 1, b.Version)
+					assert.EqualValues(t, 1, b.Version)
 				}
 
 				requireConflict(t, db.Delete(&books).Error, &books[2], "delete", 1, 2, false)
-				eq(t, before, rowsOf(t, db), "no row deleted")
+				assert.EqualValues(t, before, rowsOf(t, db), "no row deleted")
 
 				books[2] = other
-				must(t, db.Model(&books).Update("title", "all").Error)
-				eq(t, 2, books[0].Version)
-				eq(t, 2, books[1].Version)
-				eq(t, 3, books[2].Version)
-				must(t, db.Delete(&books).Error)
-				eq(t, 0, len(rowsOf(t, db)))
+				require.NoError(t, db.Model(&books).Update("title", "all").Error)
+				assert.EqualValues(t, 2, books[0].Version)
+				assert.EqualValues(t, 2, books[1].Version)
+				assert.EqualValues(t, 3, books[2].Version)
+				require.NoError(t, db.Delete(&books).Error)
+				assert.EqualValues(t, 0, len(rowsOf(t, db)))
 			})
 		}
 	})

@@ -15,6 +15,8 @@ import (
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 	"github.com/lockplugin/lockplugin/version"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Book is the versioned model most tests write.
@@ -70,7 +72,7 @@ func ctxOf(t *testing.T) context.Context { return t.Context() }
 func load[T any](t *testing.T, db *gorm.DB, id uint) T {
 	t.Helper()
 	var v T
-	must(t, db.Unscoped().First(&v, id).Error)
+	require.NoError(t, db.Unscoped().First(&v, id).Error)
 	return v
 }
 
@@ -78,10 +80,10 @@ func load[T any](t *testing.T, db *gorm.DB, id uint) T {
 func twoCopies(t *testing.T, db *gorm.DB) (a, b Book) {
 	t.Helper()
 	orig := Book{Title: "orig", Pages: 10}
-	must(t, db.Create(&orig).Error)
-	eq(t, 1, orig.Version, "Create writes version 1")
-	must(t, db.First(&a, orig.ID).Error)
-	must(t, db.First(&b, orig.ID).Error)
+	require.NoError(t, db.Create(&orig).Error)
+	assert.EqualValues(t, 1, orig.Version, "Create writes version 1")
+	require.NoError(t, db.First(&a, orig.ID).Error)
+	require.NoError(t, db.First(&b, orig.ID).Error)
 	return a, b
 }
 
@@ -89,19 +91,19 @@ func twoCopies(t *testing.T, db *gorm.DB) (a, b Book) {
 // read, whose row is now at current (0 with deleted).
 func requireConflict(t *testing.T, err error, want any, op string, read, current lockplugin.Version, deleted bool) *lockplugin.ConcurrencyError {
 	t.Helper()
-	mustFail(t, err)
-	mustIs(t, err, lockplugin.ErrConcurrency)
+	require.Error(t, err)
+	require.ErrorIs(t, err, lockplugin.ErrConcurrency)
 	var ce *lockplugin.ConcurrencyError
-	mustAs(t, err, &ce)
+	require.ErrorAs(t, err, &ce)
 	if reflectPtr(want) {
-		same(t, want, ce.Entity, "Entity is the stale model the caller passed")
+		assert.Same(t, want, ce.Entity, "Entity is the stale model the caller passed")
 	} else {
-		eq(t, want, ce.Entity)
+		assert.EqualValues(t, want, ce.Entity)
 	}
-	eq(t, op, ce.Op)
-	eq(t, read, ce.Version)
-	eq(t, current, ce.Current)
-	eq(t, deleted, ce.Deleted)
+	assert.EqualValues(t, op, ce.Op)
+	assert.EqualValues(t, read, ce.Version)
+	assert.EqualValues(t, current, ce.Current)
+	assert.EqualValues(t, deleted, ce.Deleted)
 	return ce
 }
 
@@ -196,9 +198,9 @@ func TestTwoCopiesEveryUpdatePath(t *testing.T) {
 				tg.Reset(t, &Book{})
 				a, b := twoCopies(t, db)
 
-				must(t, p.write(ctx, db, &a, "winner"))
+				require.NoError(t, p.write(ctx, db, &a, "winner"))
 				if !p.byValue {
-					eq(t, 2, a.Version, "the winner's struct carries the new version")
+					assert.EqualValues(t, 2, a.Version, "the winner's struct carries the new version")
 				}
 
 				err := p.write(ctx, db, &b, "loser")
@@ -207,26 +209,26 @@ func TestTwoCopiesEveryUpdatePath(t *testing.T) {
 					want = b
 				}
 				requireConflict(t, err, want, "update", 1, 2, false)
-				eq(t, 1, b.Version, "the stale struct keeps the version it was read at")
+				assert.EqualValues(t, 1, b.Version, "the stale struct keeps the version it was read at")
 
 				row := load[Book](t, db, a.ID)
-				eq(t, "winner", row.Title)
-				eq(t, 2, row.Version)
-				eq(t, 10, row.Pages, "nothing of the loser's write landed")
+				assert.EqualValues(t, "winner", row.Title)
+				assert.EqualValues(t, 2, row.Version)
+				assert.EqualValues(t, 10, row.Pages, "nothing of the loser's write landed")
 
 				if p.byValue {
 					// The generics API got a copy: the caller's struct is still
 					// at version 1 and must be read again before the next write.
-					eq(t, 1, a.Version)
-					mustIs(t, p.write(ctx, db, &a, "again"), lockplugin.ErrConcurrency)
+					assert.EqualValues(t, 1, a.Version)
+					require.ErrorIs(t, p.write(ctx, db, &a, "again"), lockplugin.ErrConcurrency)
 					a = load[Book](t, db, a.ID)
 				}
-				must(t, p.write(ctx, db, &a, "winner again"))
+				require.NoError(t, p.write(ctx, db, &a, "winner again"))
 				row = load[Book](t, db, a.ID)
-				eq(t, "winner again", row.Title)
-				eq(t, 3, row.Version)
+				assert.EqualValues(t, "winner again", row.Title)
+				assert.EqualValues(t, 3, row.Version)
 				if !p.byValue {
-					eq(t, 3, a.Version)
+					assert.EqualValues(t, 3, a.Version)
 				}
 			})
 		}
@@ -243,16 +245,16 @@ func TestDelete(t *testing.T) {
 			tg.Reset(t, &Book{})
 			a, b := twoCopies(t, db)
 			a.Title = "winner"
-			must(t, db.Save(&a).Error)
+			require.NoError(t, db.Save(&a).Error)
 
 			requireConflict(t, db.Delete(&b).Error, &b, "delete", 1, 2, false)
 			row := load[Book](t, db, a.ID)
-			eq(t, "winner", row.Title, "the row was not deleted")
+			assert.EqualValues(t, "winner", row.Title, "the row was not deleted")
 
-			must(t, db.Delete(&a).Error, "the current version deletes")
+			require.NoError(t, db.Delete(&a).Error, "the current version deletes")
 			var n int64
-			must(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
-			zero(t, n)
+			require.NoError(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
+			assert.Zero(t, n)
 		})
 
 		t.Run("Delete through Model", func(t *testing.T) {
@@ -261,73 +263,73 @@ func TestDelete(t *testing.T) {
 			tg.Reset(t, &Book{})
 			a, b := twoCopies(t, db)
 			a.Title = "winner"
-			must(t, db.Save(&a).Error)
+			require.NoError(t, db.Save(&a).Error)
 
 			requireConflict(t, db.Model(&b).Delete(&Book{}).Error, &b, "delete", 1, 2, false)
-			eq(t, "winner", load[Book](t, db, a.ID).Title, "the row was not deleted")
+			assert.EqualValues(t, "winner", load[Book](t, db, a.ID).Title, "the row was not deleted")
 
-			must(t, db.Model(&a).Delete(&Book{}).Error, "the current version deletes")
+			require.NoError(t, db.Model(&a).Delete(&Book{}).Error, "the current version deletes")
 			var n int64
-			must(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
-			zero(t, n)
+			require.NoError(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
+			assert.Zero(t, n)
 		})
 
 		t.Run("soft Delete through Model", func(t *testing.T) {
 			tg.Reset(t, &SoftBook{})
 			orig := SoftBook{Title: "orig"}
-			must(t, db.Create(&orig).Error)
+			require.NoError(t, db.Create(&orig).Error)
 			var a, b SoftBook
-			must(t, db.First(&a, orig.ID).Error)
-			must(t, db.First(&b, orig.ID).Error)
+			require.NoError(t, db.First(&a, orig.ID).Error)
+			require.NoError(t, db.First(&b, orig.ID).Error)
 			a.Title = "winner"
-			must(t, db.Save(&a).Error)
+			require.NoError(t, db.Save(&a).Error)
 
 			requireConflict(t, db.Model(&b).Delete(&SoftBook{}).Error, &b, "delete", 1, 2, false)
-			isFalse(t, load[SoftBook](t, db, a.ID).DeletedAt.Valid, "the stale soft delete changed nothing")
-			must(t, db.Model(&a).Delete(&SoftBook{}).Error)
-			eq(t, 3, a.Version, "the Model gets the soft delete's new version")
-			isTrue(t, load[SoftBook](t, db, a.ID).DeletedAt.Valid)
+			assert.False(t, load[SoftBook](t, db, a.ID).DeletedAt.Valid, "the stale soft delete changed nothing")
+			require.NoError(t, db.Model(&a).Delete(&SoftBook{}).Error)
+			assert.EqualValues(t, 3, a.Version, "the Model gets the soft delete's new version")
+			assert.True(t, load[SoftBook](t, db, a.ID).DeletedAt.Valid)
 		})
 
 		t.Run("Delete wins", func(t *testing.T) {
 			tg.Reset(t, &Book{})
 			a, b := twoCopies(t, db)
-			must(t, db.Delete(&a).Error)
+			require.NoError(t, db.Delete(&a).Error)
 			b.Title = "loser"
 			requireConflict(t, db.Save(&b).Error, &b, "update", 1, 0, true)
 			var n int64
-			must(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
-			zero(t, n, "Save did not fall back to inserting the deleted row")
+			require.NoError(t, db.Model(&Book{}).Where("id = ?", a.ID).Count(&n).Error)
+			assert.Zero(t, n, "Save did not fall back to inserting the deleted row")
 		})
 
 		t.Run("soft Delete", func(t *testing.T) {
 			tg.Reset(t, &SoftBook{})
 			orig := SoftBook{Title: "orig"}
-			must(t, db.Create(&orig).Error)
+			require.NoError(t, db.Create(&orig).Error)
 			var a, b, c SoftBook
-			must(t, db.First(&a, orig.ID).Error)
-			must(t, db.First(&b, orig.ID).Error)
-			must(t, db.First(&c, orig.ID).Error)
+			require.NoError(t, db.First(&a, orig.ID).Error)
+			require.NoError(t, db.First(&b, orig.ID).Error)
+			require.NoError(t, db.First(&c, orig.ID).Error)
 
 			a.Title = "winner"
-			must(t, db.Save(&a).Error)
+			require.NoError(t, db.Save(&a).Error)
 			requireConflict(t, db.Delete(&b).Error, &b, "delete", 1, 2, false)
 			row := load[SoftBook](t, db, a.ID)
-			isFalse(t, row.DeletedAt.Valid, "the stale soft delete changed nothing")
+			assert.False(t, row.DeletedAt.Valid, "the stale soft delete changed nothing")
 
-			must(t, db.Delete(&a).Error)
-			eq(t, 3, a.Version, "a soft delete increments the version")
+			require.NoError(t, db.Delete(&a).Error)
+			assert.EqualValues(t, 3, a.Version, "a soft delete increments the version")
 			row = load[SoftBook](t, db, a.ID)
-			isTrue(t, row.DeletedAt.Valid)
-			eq(t, 3, row.Version)
+			assert.True(t, row.DeletedAt.Valid)
+			assert.EqualValues(t, 3, row.Version)
 
 			c.Title = "resurrect"
 			requireConflict(t, db.Save(&c).Error, &c, "update", 1, 0, true)
 			// Even Unscoped, a stale holder cannot write the row back.
 			requireConflict(t, db.Unscoped().Save(&c).Error, &c, "update", 1, 3, false)
 			row = load[SoftBook](t, db, a.ID)
-			eq(t, "winner", row.Title)
-			isTrue(t, row.DeletedAt.Valid)
+			assert.EqualValues(t, "winner", row.Title)
+			assert.True(t, row.DeletedAt.Valid)
 		})
 	})
 }
@@ -340,11 +342,11 @@ func TestSaveUnchanged(t *testing.T) {
 		db := tg.DB.WithContext(ctxOf(t))
 		tg.Reset(t, &Book{})
 		a, _ := twoCopies(t, db)
-		must(t, db.Save(&a).Error)
-		must(t, db.Save(&a).Error)
-		must(t, db.Model(&a).Update("title", a.Title).Error)
-		eq(t, 4, a.Version)
-		eq(t, 4, load[Book](t, db, a.ID).Version)
+		require.NoError(t, db.Save(&a).Error)
+		require.NoError(t, db.Save(&a).Error)
+		require.NoError(t, db.Model(&a).Update("title", a.Title).Error)
+		assert.EqualValues(t, 4, a.Version)
+		assert.EqualValues(t, 4, load[Book](t, db, a.ID).Version)
 	})
 }
 
@@ -353,19 +355,19 @@ func TestNamedVersionColumn(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
 		db := tg.DB.WithContext(ctxOf(t))
 		tg.Reset(t, &Invoice{})
-		isTrue(t, db.Migrator().HasColumn(&Invoice{}, "lock_version"))
+		assert.True(t, db.Migrator().HasColumn(&Invoice{}, "lock_version"))
 		inv := Invoice{Amount: 5}
-		must(t, db.Create(&inv).Error)
-		eq(t, 1, inv.Rev)
+		require.NoError(t, db.Create(&inv).Error)
+		assert.EqualValues(t, 1, inv.Rev)
 		var a, b Invoice
-		must(t, db.First(&a, inv.ID).Error)
-		must(t, db.First(&b, inv.ID).Error)
+		require.NoError(t, db.First(&a, inv.ID).Error)
+		require.NoError(t, db.First(&b, inv.ID).Error)
 		a.Amount = 6
-		must(t, db.Save(&a).Error)
-		eq(t, 2, a.Rev)
+		require.NoError(t, db.Save(&a).Error)
+		assert.EqualValues(t, 2, a.Rev)
 		b.Amount = 7
 		requireConflict(t, db.Save(&b).Error, &b, "update", 1, 2, false)
-		eq(t, 6, load[Invoice](t, db, a.ID).Amount)
+		assert.EqualValues(t, 6, load[Invoice](t, db, a.ID).Amount)
 	})
 }
 
@@ -375,16 +377,16 @@ func TestCreateKeepsExplicitVersion(t *testing.T) {
 		db := tg.DB.WithContext(ctxOf(t))
 		tg.Reset(t, &Book{})
 		b := Book{Title: "imported", Version: 41}
-		must(t, db.Create(&b).Error)
-		eq(t, 41, load[Book](t, db, b.ID).Version)
+		require.NoError(t, db.Create(&b).Error)
+		assert.EqualValues(t, 41, load[Book](t, db, b.ID).Version)
 		batch := []Book{{Title: "x"}, {Title: "y", Version: 7}}
-		must(t, db.Create(&batch).Error)
-		eq(t, 1, load[Book](t, db, batch[0].ID).Version)
-		eq(t, 7, load[Book](t, db, batch[1].ID).Version)
-		must(t, db.Model(&Book{}).Create(map[string]any{"title": "from map"}).Error)
+		require.NoError(t, db.Create(&batch).Error)
+		assert.EqualValues(t, 1, load[Book](t, db, batch[0].ID).Version)
+		assert.EqualValues(t, 7, load[Book](t, db, batch[1].ID).Version)
+		require.NoError(t, db.Model(&Book{}).Create(map[string]any{"title": "from map"}).Error)
 		var m Book
-		must(t, db.Where("title = ?", "from map").First(&m).Error)
-		eq(t, 1, m.Version)
+		require.NoError(t, db.Where("title = ?", "from map").First(&m).Error)
+		assert.EqualValues(t, 1, m.Version)
 	})
 }
 
@@ -396,27 +398,27 @@ func TestUnloadedUpdateBumpsEveryRow(t *testing.T) {
 		db := tg.DB.WithContext(ctx)
 		tg.Reset(t, &Book{})
 		books := []Book{{Title: "a"}, {Title: "b"}, {Title: "c"}}
-		must(t, db.Create(&books).Error)
+		require.NoError(t, db.Create(&books).Error)
 		held := load[Book](t, db, books[0].ID)
 
 		res := db.Model(&Book{}).Where("title IN ?", []string{"a", "b"}).Update("pages", 5)
-		must(t, res.Error)
-		eq(t, 2, res.RowsAffected)
-		eq(t, 2, load[Book](t, db, books[0].ID).Version)
-		eq(t, 2, load[Book](t, db, books[1].ID).Version)
-		eq(t, 1, load[Book](t, db, books[2].ID).Version, "untouched row keeps its version")
+		require.NoError(t, res.Error)
+		assert.EqualValues(t, 2, res.RowsAffected)
+		assert.EqualValues(t, 2, load[Book](t, db, books[0].ID).Version)
+		assert.EqualValues(t, 2, load[Book](t, db, books[1].ID).Version)
+		assert.EqualValues(t, 1, load[Book](t, db, books[2].ID).Version, "untouched row keeps its version")
 
 		n, err := gorm.G[Book](db).Where("title = ?", "c").Update(ctx, "pages", 9)
-		must(t, err)
-		eq(t, 1, n)
-		eq(t, 2, load[Book](t, db, books[2].ID).Version, "the generics API bumps too")
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n)
+		assert.EqualValues(t, 2, load[Book](t, db, books[2].ID).Version, "the generics API bumps too")
 
 		held.Title = "stale"
 		requireConflict(t, db.Save(&held).Error, &held, "update", 1, 2, false)
 
 		res = db.Model(&Book{}).Where("title = ?", "nobody").Update("pages", 1)
-		must(t, res.Error, "an unguarded update matching nothing is not a conflict")
-		zero(t, res.RowsAffected)
+		require.NoError(t, res.Error, "an unguarded update matching nothing is not a conflict")
+		assert.Zero(t, res.RowsAffected)
 	})
 }
 
@@ -428,14 +430,14 @@ func TestSkipVersionCheck(t *testing.T) {
 		tg.Reset(t, &Book{})
 		a, b := twoCopies(t, db)
 		a.Title = "winner"
-		must(t, db.Save(&a).Error)
+		require.NoError(t, db.Save(&a).Error)
 
 		b.Title = "admin"
-		must(t, db.Clauses(lockplugin.SkipVersionCheck()).Save(&b).Error)
+		require.NoError(t, db.Clauses(lockplugin.SkipVersionCheck()).Save(&b).Error)
 		row := load[Book](t, db, a.ID)
-		eq(t, "admin", row.Title)
-		eq(t, 3, row.Version)
-		eq(t, 2, b.Version, "the overwriting struct is left at its version plus one")
+		assert.EqualValues(t, "admin", row.Title)
+		assert.EqualValues(t, 3, row.Version)
+		assert.EqualValues(t, 2, b.Version, "the overwriting struct is left at its version plus one")
 
 		a.Title = "too late"
 		requireConflict(t, db.Save(&a).Error, &a, "update", 2, 3, false)
@@ -444,10 +446,10 @@ func TestSkipVersionCheck(t *testing.T) {
 		b.Title = "again"
 		requireConflict(t, db.Save(&b).Error, &b, "update", 2, 3, false)
 
-		must(t, db.Clauses(lockplugin.SkipVersionCheck()).Delete(&b).Error)
+		require.NoError(t, db.Clauses(lockplugin.SkipVersionCheck()).Delete(&b).Error)
 		var n int64
-		must(t, db.Model(&Book{}).Count(&n).Error)
-		zero(t, n)
+		require.NoError(t, db.Model(&Book{}).Count(&n).Error)
+		assert.Zero(t, n)
 	})
 }
 
@@ -460,31 +462,31 @@ func TestUpsertNeverRollsBackVersion(t *testing.T) {
 		tg.Reset(t, &Book{})
 
 		fresh := Book{ID: 500, Title: "fresh"}
-		must(t, db.Save(&fresh).Error)
+		require.NoError(t, db.Save(&fresh).Error)
 		row := load[Book](t, db, 500)
-		eq(t, "fresh", row.Title)
-		eq(t, 1, row.Version)
+		assert.EqualValues(t, "fresh", row.Title)
+		assert.EqualValues(t, 1, row.Version)
 
 		a := row
 		a.Title = "v2"
-		must(t, db.Save(&a).Error)
-		must(t, db.Save(&a).Error)
-		eq(t, 3, load[Book](t, db, 500).Version)
+		require.NoError(t, db.Save(&a).Error)
+		require.NoError(t, db.Save(&a).Error)
+		assert.EqualValues(t, 3, load[Book](t, db, 500).Version)
 
 		up := Book{ID: 500, Title: "upserted", Version: 1}
-		must(t, db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&up).Error)
+		require.NoError(t, db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&up).Error)
 		row = load[Book](t, db, 500)
-		eq(t, "upserted", row.Title)
-		eq(t, 4, row.Version, "the upsert incremented the version instead of writing 1")
+		assert.EqualValues(t, "upserted", row.Title)
+		assert.EqualValues(t, 4, row.Version, "the upsert incremented the version instead of writing 1")
 
 		cols := Book{ID: 500, Title: "cols", Version: 1}
-		must(t, db.Clauses(clause.OnConflict{
+		require.NoError(t, db.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "id"}},
 			DoUpdates: clause.AssignmentColumns([]string{"title", "version"}),
 		}).Create(&cols).Error)
 		row = load[Book](t, db, 500)
-		eq(t, "cols", row.Title)
-		eq(t, 5, row.Version)
+		assert.EqualValues(t, "cols", row.Title)
+		assert.EqualValues(t, 5, row.Version)
 
 		a.Title = "stale"
 		requireConflict(t, db.Save(&a).Error, &a, "update", 3, 5, false)
@@ -502,18 +504,18 @@ func TestWithoutPluginIsAnError(t *testing.T) {
 
 		a.Title = "unguarded"
 		err := plain.Save(&a).Error
-		mustIs(t, err, version.ErrNotRegistered)
-		contains(t, err.Error(), "update of Book")
-		mustIs(t, plain.Model(&a).Update("title", "x").Error, version.ErrNotRegistered)
-		mustIs(t, plain.Delete(&a).Error, version.ErrNotRegistered)
-		mustIs(t, plain.Create(&Book{Title: "new"}).Error, version.ErrNotRegistered)
+		require.ErrorIs(t, err, version.ErrNotRegistered)
+		assert.Contains(t, err.Error(), "update of Book")
+		require.ErrorIs(t, plain.Model(&a).Update("title", "x").Error, version.ErrNotRegistered)
+		require.ErrorIs(t, plain.Delete(&a).Error, version.ErrNotRegistered)
+		require.ErrorIs(t, plain.Create(&Book{Title: "new"}).Error, version.ErrNotRegistered)
 
 		row := load[Book](t, db, a.ID)
-		eq(t, "orig", row.Title)
-		eq(t, 1, row.Version)
+		assert.EqualValues(t, "orig", row.Title)
+		assert.EqualValues(t, 1, row.Version)
 		var n int64
-		must(t, db.Model(&Book{}).Count(&n).Error)
-		eq(t, 1, n, "nothing was written")
+		require.NoError(t, db.Model(&Book{}).Count(&n).Error)
+		assert.EqualValues(t, 1, n, "nothing was written")
 	})
 }
 
@@ -545,29 +547,29 @@ func TestHooks(t *testing.T) {
 		db := tg.DB.WithContext(ctxOf(t))
 		tg.Reset(t, &HookBook{})
 		orig := HookBook{Title: "orig"}
-		must(t, db.Create(&orig).Error)
+		require.NoError(t, db.Create(&orig).Error)
 		var a, b HookBook
-		must(t, db.First(&a, orig.ID).Error)
-		must(t, db.First(&b, orig.ID).Error)
+		require.NoError(t, db.First(&a, orig.ID).Error)
+		require.NoError(t, db.First(&b, orig.ID).Error)
 
 		a.Title = "winner"
-		must(t, db.Save(&a).Error)
-		eq(t, 1, a.beforeUpdate)
-		eq(t, 1, a.afterUpdate)
-		eq(t, 2, a.versionInAfterUpdate)
+		require.NoError(t, db.Save(&a).Error)
+		assert.EqualValues(t, 1, a.beforeUpdate)
+		assert.EqualValues(t, 1, a.afterUpdate)
+		assert.EqualValues(t, 2, a.versionInAfterUpdate)
 
 		b.Title = "loser"
 		requireConflict(t, db.Save(&b).Error, &b, "update", 1, 2, false)
-		eq(t, 1, b.beforeUpdate)
-		eq(t, 0, b.afterUpdate, "no AfterUpdate for a write that did not happen")
+		assert.EqualValues(t, 1, b.beforeUpdate)
+		assert.EqualValues(t, 0, b.afterUpdate, "no AfterUpdate for a write that did not happen")
 
 		requireConflict(t, db.Delete(&b).Error, &b, "delete", 1, 2, false)
-		eq(t, 1, b.beforeDelete)
-		eq(t, 0, b.afterDelete)
+		assert.EqualValues(t, 1, b.beforeDelete)
+		assert.EqualValues(t, 0, b.afterDelete)
 
-		must(t, db.Delete(&a).Error)
-		eq(t, 1, a.beforeDelete)
-		eq(t, 1, a.afterDelete)
+		require.NoError(t, db.Delete(&a).Error)
+		assert.EqualValues(t, 1, a.beforeDelete)
+		assert.EqualValues(t, 1, a.afterDelete)
 	})
 }
 
@@ -578,7 +580,7 @@ func TestConflictRollsBackTransaction(t *testing.T) {
 		tg.Reset(t, &Book{}, &Invoice{})
 		a, b := twoCopies(t, db)
 		a.Title = "winner"
-		must(t, db.Save(&a).Error)
+		require.NoError(t, db.Save(&a).Error)
 
 		err := db.Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&Invoice{Amount: 1}).Error; err != nil {
@@ -587,15 +589,15 @@ func TestConflictRollsBackTransaction(t *testing.T) {
 			b.Title = "loser"
 			return tx.Save(&b).Error
 		})
-		mustIs(t, err, lockplugin.ErrConcurrency)
+		require.ErrorIs(t, err, lockplugin.ErrConcurrency)
 		var n int64
-		must(t, db.Model(&Invoice{}).Count(&n).Error)
-		zero(t, n, "the invoice written before the conflict was rolled back")
+		require.NoError(t, db.Model(&Invoice{}).Count(&n).Error)
+		assert.Zero(t, n, "the invoice written before the conflict was rolled back")
 	})
 }
 
 func TestErrorsAreDistinct(t *testing.T) {
-	isFalse(t, errors.Is(version.ErrNotRegistered, lockplugin.ErrConcurrency))
+	assert.False(t, errors.Is(version.ErrNotRegistered, lockplugin.ErrConcurrency))
 }
 
 // With prepared statements, the guard, the re-read after a conflict and a
@@ -606,15 +608,15 @@ func TestPreparedStatements(t *testing.T) {
 		tg.Reset(t, &Book{})
 		a, b := twoCopies(t, db)
 		a.Title = "winner"
-		must(t, db.Save(&a).Error)
+		require.NoError(t, db.Save(&a).Error)
 		b.Title = "loser"
 		requireConflict(t, db.Save(&b).Error, &b, "update", 1, 2, false)
 
 		c := Book{Title: "c", Pages: 10}
-		must(t, db.Create(&c).Error)
+		require.NoError(t, db.Create(&c).Error)
 		books := []Book{c, b}
 		requireConflict(t, db.Model(&books).Update("pages", 3).Error, &books[1], "update", 1, 2, false)
-		eq(t, 10, load[Book](t, db, c.ID).Pages, "the batch changed nothing")
+		assert.EqualValues(t, 10, load[Book](t, db, c.ID).Pages, "the batch changed nothing")
 	})
 }
 
@@ -657,51 +659,51 @@ func TestFullSaveAssociations(t *testing.T) {
 		full := db.Session(&gorm.Session{FullSaveAssociations: true})
 		tg.Reset(t, &Author{}, &Post{}, &Comment{})
 		orig := Post{Title: "orig", Author: Author{Name: "orig"}, Comments: []Comment{{Body: "orig"}}}
-		must(t, db.Create(&orig).Error)
+		require.NoError(t, db.Create(&orig).Error)
 		loadPost := func() Post {
 			var p Post
-			must(t, db.Preload("Author").Preload("Comments").First(&p, orig.ID).Error)
+			require.NoError(t, db.Preload("Author").Preload("Comments").First(&p, orig.ID).Error)
 			return p
 		}
 
 		t.Run("stale belongs-to", func(t *testing.T) {
 			a, b := loadPost(), loadPost()
 			a.Author.Name = "winner"
-			must(t, db.Save(&a.Author).Error)
+			require.NoError(t, db.Save(&a.Author).Error)
 
 			b.Title, b.Author.Name = "loser", "loser"
 			requireConflict(t, full.Save(&b).Error, &b.Author, "update", 1, 2, false)
 			now := loadPost()
-			eq(t, "winner", now.Author.Name, "the newer author row was not overwritten")
-			eq(t, 2, now.Author.Version)
-			eq(t, "orig", now.Title, "the post's own update was rolled back")
+			assert.EqualValues(t, "winner", now.Author.Name, "the newer author row was not overwritten")
+			assert.EqualValues(t, 2, now.Author.Version)
+			assert.EqualValues(t, "orig", now.Title, "the post's own update was rolled back")
 		})
 
 		t.Run("stale has-many", func(t *testing.T) {
 			a, b := loadPost(), loadPost()
 			a.Comments[0].Body = "winner"
-			must(t, db.Save(&a.Comments[0]).Error)
+			require.NoError(t, db.Save(&a.Comments[0]).Error)
 
 			b.Title, b.Comments[0].Body = "loser", "loser"
 			requireConflict(t, full.Save(&b).Error, &b.Comments[0], "update", 1, 2, false)
 			now := loadPost()
-			eq(t, "winner", now.Comments[0].Body, "the newer comment row was not overwritten")
-			eq(t, "orig", now.Title)
+			assert.EqualValues(t, "winner", now.Comments[0].Body, "the newer comment row was not overwritten")
+			assert.EqualValues(t, "orig", now.Title)
 		})
 
 		t.Run("current associations", func(t *testing.T) {
 			p := loadPost()
 			p.Title, p.Author.Name, p.Comments[0].Body = "new", "new", "new"
 			p.Comments = append(p.Comments, Comment{Body: "added"})
-			must(t, full.Save(&p).Error)
-			eq(t, 3, p.Author.Version, "the struct carries the author's new version")
-			eq(t, 3, p.Comments[0].Version)
-			eq(t, 1, p.Comments[1].Version)
+			require.NoError(t, full.Save(&p).Error)
+			assert.EqualValues(t, 3, p.Author.Version, "the struct carries the author's new version")
+			assert.EqualValues(t, 3, p.Comments[0].Version)
+			assert.EqualValues(t, 1, p.Comments[1].Version)
 			now := loadPost()
-			eq(t, "new", now.Title)
-			eq(t, "new", now.Author.Name)
-			eq(t, 2, len(now.Comments))
-			eq(t, 3, now.Author.Version)
+			assert.EqualValues(t, "new", now.Title)
+			assert.EqualValues(t, "new", now.Author.Name)
+			assert.EqualValues(t, 2, len(now.Comments))
+			assert.EqualValues(t, 3, now.Author.Version)
 		})
 	})
 }
