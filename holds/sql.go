@@ -1,6 +1,7 @@
 package holds
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -174,66 +175,43 @@ func (s statements) releaseSavepoint() string {
 
 // createTable returns the DDL that creates the holds table and the index the
 // count walks (resource, then the two columns that decide activity), each
-// statement safe to run again.
+// statement safe to run again. The columns are the same everywhere; what
+// differs is the key's type, how strings compare exactly, and whether the
+// index is declared inline.
 func (s statements) createTable() []string {
-	_, bare := splitTable(s.table)
-	index := s.d.QuoteIdent(bare + "_active")
-	cols := "(resource_type, resource_id, released_at, expires_at)"
+	var create, id, str, tail string
+	inlineIndex := false
 	switch s.d.Kind {
 	case dialects.Postgres:
-		return []string{
-			"CREATE TABLE IF NOT EXISTS " + s.holds + " (" +
-				"id BIGSERIAL PRIMARY KEY, " +
-				"resource_type VARCHAR(191) NOT NULL, " +
-				"resource_id VARCHAR(191) NOT NULL, " +
-				"holder VARCHAR(255) NOT NULL, " +
-				"created_at BIGINT NOT NULL, " +
-				"expires_at BIGINT NULL, " +
-				"released_at BIGINT NULL)",
-			"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols,
-		}
+		create, id, str = "CREATE TABLE IF NOT EXISTS ", "BIGSERIAL PRIMARY KEY", "VARCHAR(%d) NOT NULL"
 	case dialects.MySQL, dialects.MariaDB:
 		// Binary collation: holders and keys compare exactly, as they do on
 		// the other databases.
-		str := " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
-		return []string{
-			"CREATE TABLE IF NOT EXISTS " + s.holds + " (" +
-				"id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, " +
-				"resource_type VARCHAR(191)" + str +
-				"resource_id VARCHAR(191)" + str +
-				"holder VARCHAR(255)" + str +
-				"created_at BIGINT NOT NULL, " +
-				"expires_at BIGINT NULL, " +
-				"released_at BIGINT NULL, " +
-				"INDEX " + index + " " + cols + ") ENGINE=InnoDB",
-		}
+		create, id = "CREATE TABLE IF NOT EXISTS ", "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"
+		str, tail, inlineIndex = "VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", " ENGINE=InnoDB", true
 	case dialects.SQLServer:
-		str := " COLLATE Latin1_General_100_BIN2 NOT NULL, "
-		return []string{
-			"IF OBJECT_ID(N'" + s.table + "', N'U') IS NULL CREATE TABLE " + s.holds + " (" +
-				"id BIGINT IDENTITY(1,1) NOT NULL PRIMARY KEY, " +
-				"resource_type NVARCHAR(191)" + str +
-				"resource_id NVARCHAR(191)" + str +
-				"holder NVARCHAR(255)" + str +
-				"created_at BIGINT NOT NULL, " +
-				"expires_at BIGINT NULL, " +
-				"released_at BIGINT NULL, " +
-				"INDEX " + index + " " + cols + ")",
-		}
+		create = "IF OBJECT_ID(N'" + s.table + "', N'U') IS NULL CREATE TABLE "
+		id, str, inlineIndex = "BIGINT IDENTITY(1,1) NOT NULL PRIMARY KEY", "NVARCHAR(%d) COLLATE Latin1_General_100_BIN2 NOT NULL", true
 	case dialects.SQLite:
 		// AUTOINCREMENT: a deleted hold's id is never handed out again, so a
 		// stale Hold can never release someone else's.
-		return []string{
-			"CREATE TABLE IF NOT EXISTS " + s.holds + " (" +
-				"id INTEGER PRIMARY KEY AUTOINCREMENT, " +
-				"resource_type VARCHAR(191) NOT NULL, " +
-				"resource_id VARCHAR(191) NOT NULL, " +
-				"holder VARCHAR(255) NOT NULL, " +
-				"created_at BIGINT NOT NULL, " +
-				"expires_at BIGINT NULL, " +
-				"released_at BIGINT NULL)",
-			"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols,
-		}
+		create, id, str = "CREATE TABLE IF NOT EXISTS ", "INTEGER PRIMARY KEY AUTOINCREMENT", "VARCHAR(%d) NOT NULL"
+	default:
+		return nil
 	}
-	return nil
+	_, bare := splitTable(s.table)
+	index := s.d.QuoteIdent(bare + "_active")
+	cols := "(resource_type, resource_id, released_at, expires_at)"
+	table := create + s.holds + " (" +
+		"id " + id + ", " +
+		"resource_type " + fmt.Sprintf(str, 191) + ", " +
+		"resource_id " + fmt.Sprintf(str, 191) + ", " +
+		"holder " + fmt.Sprintf(str, 255) + ", " +
+		"created_at BIGINT NOT NULL, " +
+		"expires_at BIGINT NULL, " +
+		"released_at BIGINT NULL"
+	if inlineIndex {
+		return []string{table + ", INDEX " + index + " " + cols + ")" + tail}
+	}
+	return []string{table + ")", "CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols}
 }
