@@ -1,5 +1,7 @@
 package dialects
 
+import "strings"
+
 // LockSQL returns how the database phrases a row-lock feature: the clause
 // keywords for FOR UPDATE, FOR SHARE, NOWAIT and SKIP LOCKED, or the table
 // hint on SQL Server. It returns "" when the database does not support f.
@@ -46,4 +48,51 @@ func (d Dialect) QuoteIdent(name string) string {
 		out = append(out, name[i])
 	}
 	return string(append(out, closing...))
+}
+
+// QuoteTable quotes a table name that may be qualified by a schema
+// ("holds" or "billing.holds"), part by part. Validate the name first with
+// ValidTableName.
+func (d Dialect) QuoteTable(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = d.QuoteIdent(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// ValidTableName reports whether name is a table name that lockplugin will
+// splice into SQL it builds itself: an identifier of letters, digits and
+// underscores, not starting with a digit, optionally qualified by one
+// schema of the same form. The table part may be at most maxTable bytes
+// (a caller that derives index names from it leaves room for a suffix);
+// the schema part at most 63, PostgreSQL's limit.
+func ValidTableName(name string, maxTable int) bool {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return false
+	}
+	for i, p := range parts {
+		limit := 63
+		if i == len(parts)-1 {
+			limit = maxTable
+		}
+		if len(p) == 0 || len(p) > limit || !plainIdent(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainIdent(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -2,8 +2,9 @@ package holds
 
 import (
 	"fmt"
-	"regexp"
 	"time"
+
+	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // DefaultTable is the holds table used when no Table option is given.
@@ -67,17 +68,11 @@ func ttlMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-var (
-	identRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,55}$`)
-	schemaIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-)
-
 // validTable accepts "table" and "schema.table" with plain identifiers; the
 // index name is the table name plus a 7-byte suffix, so the table part is
 // kept within the 63 bytes PostgreSQL allows an identifier.
 func validTable(name string) error {
-	schema, table := splitTable(name)
-	if !identRE.MatchString(table) || (schema != "" && !schemaIdent.MatchString(schema)) || (schema == "" && name != table) {
+	if !dialects.ValidTableName(name, 56) {
 		return fmt.Errorf("%w: holds table name %q (want letters, digits and underscores, at most 56, optionally schema-qualified)", ErrInvalid, name)
 	}
 	return nil

@@ -24,16 +24,7 @@ type statements struct {
 }
 
 func newStatements(d dialects.Dialect, table string) statements {
-	return statements{d: d, table: table, holds: quoteName(d, table), now: d.NowMillisSQL()}
-}
-
-// quoteName quotes a possibly schema-qualified name part by part.
-func quoteName(d dialects.Dialect, name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = d.QuoteIdent(p)
-	}
-	return strings.Join(parts, ".")
+	return statements{d: d, table: table, holds: d.QuoteTable(table), now: d.NowMillisSQL()}
 }
 
 // active is the condition for a hold that counts: not released and not
@@ -46,7 +37,7 @@ func (s statements) active() string {
 // it back: the lock is "" where the read itself locks. The resource table
 // and key column are given unquoted.
 func (s statements) lockResource(table, key string) (lock, read string) {
-	t, k := quoteName(s.d, table), s.d.QuoteIdent(key)
+	t, k := s.d.QuoteTable(table), s.d.QuoteIdent(key)
 	switch s.d.Kind {
 	case dialects.SQLite:
 		// No row locks: writing the key back to itself takes the writer

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -217,22 +216,16 @@ func renderOne(d dialects.Dialect, table, tmpl string) stmt {
 // DefaultTable is the table name unless Table says otherwise.
 const DefaultTable = "lock_leases"
 
-var identPart = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-
 // quoteTable validates a table name (an identifier, optionally qualified
 // by a schema: "leases" or "app.leases") and quotes it for d.
 func quoteTable(d dialects.Dialect, name string) (string, error) {
-	parts := strings.Split(name, ".")
-	if len(parts) > 2 {
+	if strings.Count(name, ".") > 1 {
 		return "", fmt.Errorf("sqlstore: table name %q: at most one schema qualifier", name)
 	}
-	for i, p := range parts {
-		if !identPart.MatchString(p) {
-			return "", fmt.Errorf("sqlstore: table name %q is not an identifier (letters, digits and _, not starting with a digit, at most 63)", name)
-		}
-		parts[i] = d.QuoteIdent(p)
+	if !dialects.ValidTableName(name, 63) {
+		return "", fmt.Errorf("sqlstore: table name %q is not an identifier (letters, digits and _, not starting with a digit, at most 63)", name)
 	}
-	return strings.Join(parts, "."), nil
+	return d.QuoteTable(name), nil
 }
 
 // CreateTableSQL returns the DDL that creates the lease table on the

@@ -1,0 +1,34 @@
+package dialects_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+func TestValidTableName(t *testing.T) {
+	for _, ok := range []string{"holds", "_h", "app.lock_leases", "t9", strings.Repeat("a", 56), strings.Repeat("s", 63) + ".t"} {
+		if !dialects.ValidTableName(ok, 56) {
+			t.Errorf("ValidTableName(%q) = false, want true", ok)
+		}
+	}
+	for _, bad := range []string{"", "9t", "a.b.c", "a.", ".a", "t-1", "t;drop", `t"`, "app..t", strings.Repeat("a", 57), strings.Repeat("s", 64) + ".t", "tablé"} {
+		if dialects.ValidTableName(bad, 56) {
+			t.Errorf("ValidTableName(%q) = true, want false", bad)
+		}
+	}
+}
+
+func TestQuoteTable(t *testing.T) {
+	for _, c := range []struct{ dialect, version, name, want string }{
+		{"postgres", "", "billing.holds", `"billing"."holds"`},
+		{"mysql", "8.0.36", "billing.holds", "`billing`.`holds`"},
+		{"sqlserver", "", "dbo.holds", "[dbo].[holds]"},
+		{"sqlite", "", "holds", `"holds"`},
+	} {
+		if got := dialects.New(c.dialect, c.version).QuoteTable(c.name); got != c.want {
+			t.Errorf("%s QuoteTable(%q) = %s, want %s", c.dialect, c.name, got, c.want)
+		}
+	}
+}
