@@ -139,10 +139,11 @@ func TestRetryOnConflict(t *testing.T) {
 		db, p := withPool(t)
 		ok := func(*gorm.DB) error { return nil }
 		for name, err := range map[string]error{
-			"nil db":      version.RetryOnConflict(ctx, nil, 1, ok),
-			"nil fn":      version.RetryOnConflict(ctx, db, 1, nil),
-			"zero":        version.RetryOnConflict(ctx, db, 0, ok),
-			"nil context": version.RetryOnConflict(nil, db, 1, ok), //nolint:staticcheck // the nil context is the point
+			"nil db": version.RetryOnConflict(ctx, nil, 1, ok),
+			"nil fn": version.RetryOnConflict(ctx, db, 1, nil),
+			"zero":   version.RetryOnConflict(ctx, db, 0, ok),
+			//lint:ignore SA1012 the nil context is the point
+			"nil context": version.RetryOnConflict(nil, db, 1, ok),
 			"negative":    version.RetryOnConflict(ctx, db, -1, ok),
 			"in a tx":     db.Transaction(func(tx *gorm.DB) error { return version.RetryOnConflict(ctx, tx, 1, ok) }),
 		} {
