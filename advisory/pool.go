@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 )
 
@@ -20,7 +22,7 @@ func writePool(ctx context.Context, db *gorm.DB, chains ...*held) (*sql.DB, erro
 	if db.Statement != nil && db.Statement.ConnPool != nil {
 		cp = db.Statement.ConnPool
 	}
-	if _, ok := cp.(gorm.TxCommitter); ok {
+	if plugin.InTransaction(cp) {
 		return nil, errInTransaction
 	}
 	if c, ok := cp.(*sql.Conn); ok {

@@ -3,6 +3,8 @@ package advisory
 import (
 	"fmt"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -42,7 +44,7 @@ func WithTx(tx *gorm.DB, name string, opts ...Option) error {
 		return errDryRun
 	}
 	cp := tx.Statement.ConnPool
-	if _, ok := cp.(gorm.TxCommitter); !ok {
+	if !plugin.InTransaction(cp) {
 		return errNotInTransaction
 	}
 	st, err := xactPlan(d, name, o.wait)

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
 // Config configures Register.
@@ -146,7 +147,7 @@ func (r *registration) validate(stmt *gorm.Statement, l lock) error {
 	if err := r.target.check(stmt, l); err != nil {
 		return err
 	}
-	if !r.cfg.AllowOutsideTransaction && !stmt.DB.DryRun && !inTransaction(stmt.ConnPool) {
+	if !r.cfg.AllowOutsideTransaction && !stmt.DB.DryRun && !plugin.InTransaction(stmt.ConnPool) {
 		return fmt.Errorf("%w: %s would hold its locks only while the statement runs; run it inside db.Transaction", ErrNotInTransaction, l)
 	}
 	return nil
@@ -176,12 +177,4 @@ func (r *registration) afterQuery(db *gorm.DB) {
 		return
 	}
 	db.Error = r.target.d.WrapLockNotAvailable(db.Error)
-}
-
-// inTransaction reports whether statements on p run inside a transaction:
-// *sql.Tx, GORM's prepared-statement transaction, and any pool that can
-// commit (dbresolver leaves a transaction's pool alone).
-func inTransaction(p gorm.ConnPool) bool {
-	c, ok := p.(gorm.TxCommitter)
-	return ok && c != nil
 }

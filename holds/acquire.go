@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -143,10 +145,7 @@ func checkIsolation(tx *gorm.DB, st statements) error {
 }
 
 // inTransaction reports whether db runs inside a caller's transaction.
-func inTransaction(db *gorm.DB) bool {
-	c, ok := db.Statement.ConnPool.(gorm.TxCommitter)
-	return ok && c != nil
-}
+func inTransaction(db *gorm.DB) bool { return plugin.InTransaction(db.Statement.ConnPool) }
 
 // call is what every operation on one resource starts from: its options,
 // a session bound to the context, the database, the resource's table and

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
@@ -474,7 +476,7 @@ func beginBatch(db *gorm.DB, st *state) {
 	if db.DryRun {
 		return
 	}
-	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+	if plugin.InTransaction(db.Statement.ConnPool) {
 		if err := db.Session(&gorm.Session{NewDB: true}).SavePoint(savepointName).Error; err != nil {
 			db.AddError(err)
 			return

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -54,7 +56,7 @@ func RetryOnConflict(ctx context.Context, db *gorm.DB, attempts int, fn func(tx 
 	case attempts < 1:
 		return fmt.Errorf("lockplugin: RetryOnConflict: attempts must be at least 1, got %d", attempts)
 	}
-	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+	if plugin.InTransaction(db.Statement.ConnPool) {
 		return errors.New("lockplugin: RetryOnConflict: db is inside a transaction; pass a *gorm.DB outside it, since each attempt must begin a new transaction to see the newer row")
 	}
 	var err error

@@ -25,3 +25,13 @@ func Registered(db *gorm.DB) bool {
 	_, ok := db.Plugins[Name]
 	return ok
 }
+
+// InTransaction reports whether statements on pool run inside a
+// transaction: *sql.Tx, GORM's prepared-statement transaction, and any pool
+// that can commit (dbresolver leaves a transaction's pool alone). Every
+// lockplugin package decides "is this a transaction?" here, so that the
+// answer is the same for a lock check, a version batch and a lease store.
+func InTransaction(pool gorm.ConnPool) bool {
+	_, ok := pool.(gorm.TxCommitter)
+	return ok
+}

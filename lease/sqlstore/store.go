@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -84,7 +86,7 @@ func New(db *gorm.DB, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	pool := db.Statement.ConnPool
-	if _, inTx := pool.(gorm.TxCommitter); inTx {
+	if plugin.InTransaction(pool) {
 		return nil, errors.New("sqlstore: db is inside a transaction; lease statements must commit at once, so pass the *gorm.DB the transaction was begun from")
 	}
 	d := dialects.Of(db)
