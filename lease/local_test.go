@@ -9,19 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/lease"
-	"github.com/lockplugin/lockplugin/lease/leasetest"
 )
-
-func TestLocalStoreConformance(t *testing.T) {
-	dir := t.TempDir()
-	leasetest.Run(t, func(t *testing.T) lease.Store {
-		s, err := lease.NewLocalStore(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}, leasetest.IgnoresTTL())
-}
 
 func TestLocalStoreIsExclusiveAcrossGoroutines(t *testing.T) {
 	s, err := lease.NewLocalStore(t.TempDir())

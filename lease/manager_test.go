@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockplugin/lockplugin/lease"
+	"github.com/lockplugin/lockplugin/lease/leasetest"
 )
 
 func noop(context.Context) error { return nil }
@@ -440,7 +441,7 @@ func exclusive(t *testing.T, store lease.Store, rounds int) (maxIn, runs int64) 
 }
 
 func TestDoIsExclusive(t *testing.T) {
-	maxIn, _ := exclusive(t, &grantAll{}, 5)
+	maxIn, _ := exclusive(t, leasetest.GrantAll(), 5)
 	t.Logf("baseline, store that grants everyone: %d inside fn at once", maxIn)
 	if maxIn < 2 {
 		t.Fatalf("baseline saw at most %d goroutine inside fn: the check cannot fail", maxIn)

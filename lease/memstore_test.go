@@ -124,16 +124,4 @@ func (s *memStore) isHeld(name string) bool {
 	return ok
 }
 
-// grantAll is a broken Store that grants every Acquire: the baseline that
-// shows the exclusion tests can fail.
-type grantAll struct{ n atomic.Int64 }
-
-func (g *grantAll) Acquire(context.Context, string, string, time.Duration) (int64, bool, error) {
-	return g.n.Add(1), true, nil
-}
-func (g *grantAll) Release(context.Context, string, string) (bool, error) { return true, nil }
-func (g *grantAll) Refresh(context.Context, string, string, time.Duration) (bool, error) {
-	return true, nil
-}
-
 var errStoreDown = errors.New("store down")

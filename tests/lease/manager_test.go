@@ -4,29 +4,18 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockplugin/lockplugin/lease"
+	"github.com/lockplugin/lockplugin/lease/leasetest"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 	"github.com/lockplugin/lockplugin/tests/scenario"
 )
-
-// grantAll is a broken store that grants every Acquire.
-type grantAll struct{ n atomic.Int64 }
-
-func (g *grantAll) Acquire(context.Context, string, string, time.Duration) (int64, bool, error) {
-	return g.n.Add(1), true, nil
-}
-func (g *grantAll) Release(context.Context, string, string) (bool, error) { return true, nil }
-func (g *grantAll) Refresh(context.Context, string, string, time.Duration) (bool, error) {
-	return true, nil
-}
 
 // TestDoExclusive: 8 goroutines Do one name with a wait, 25 rounds each.
 // First a store that grants everyone, to show the check catches overlap;
@@ -36,7 +25,7 @@ func TestDoExclusive(t *testing.T) {
 	defer cancel()
 	cfg := scenario.Config{Workers: 8, Rounds: 25, Prefix: namePrefix + "exclusive"}
 
-	base, err := scenario.LeaseExclusive(ctx, &grantAll{}, cfg)
+	base, err := scenario.LeaseExclusive(ctx, leasetest.GrantAll(), cfg)
 	noErr(t, err)
 	t.Logf("baseline (grants everyone): %s", base.Observed)
 	want(t, !base.OK && base.Lost > 0, "the unprotected baseline held (%s): the scenario cannot fail", base.Observed)
