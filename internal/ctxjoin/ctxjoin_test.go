@@ -54,7 +54,7 @@ func TestJoinTakesTheEarlierDeadline(t *testing.T) {
 }
 
 func TestJoinWithoutADBContextIsCtx(t *testing.T) {
-	ctx := context.WithValue(context.Background(), struct{}{}, 1)
+	ctx := context.WithValue(context.Background(), valueKey{}, 1)
 	joined, cancel := Join(ctx, &gorm.DB{Statement: &gorm.Statement{}})
 	defer cancel()
 	if joined != ctx {
@@ -72,3 +72,5 @@ func TestJoinWithoutADBContextIsCtx(t *testing.T) {
 func withContext(ctx context.Context) *gorm.DB {
 	return &gorm.DB{Statement: &gorm.Statement{Context: ctx}}
 }
+
+type valueKey struct{}
