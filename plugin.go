@@ -30,6 +30,7 @@ type Plugin struct {
 
 type config struct {
 	allowOutsideTransaction bool
+	sqliteWriterLock        bool
 }
 
 // Option configures the plugin.
@@ -58,7 +59,7 @@ func (p *Plugin) Name() string { return PluginName }
 
 // Initialize registers the plugin's callbacks and clause builders on db.
 func (p *Plugin) Initialize(db *gorm.DB) error {
-	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction}); err != nil {
+	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction, SQLiteWriterLock: p.cfg.sqliteWriterLock}); err != nil {
 		return err
 	}
 	return version.Register(db)

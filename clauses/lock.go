@@ -202,10 +202,17 @@ func (l lock) Build(b clause.Builder) {
 }
 
 // String describes the lock as PostgreSQL would write it, for messages.
-func (l lock) String() string {
+// GORM's clause.CurrentTable in Of reads "the query's table"; describe
+// names the table itself.
+func (l lock) String() string { return l.describe(nil) }
+
+// describe writes the lock as the user wrote it, for messages: "FOR SHARE
+// OF jobs NOWAIT". Of(clause.CurrentTable) names stmt's table, so that
+// GORM's internal placeholder never reaches a message.
+func (l lock) describe(stmt *gorm.Statement) string {
 	s := string(l.strength)
 	if len(l.of) > 0 {
-		s += " OF " + strings.Join(l.of, ", ")
+		s += " OF " + strings.Join(l.ofNames(stmt), ", ")
 	}
 	if l.noWait {
 		s += " " + string(dialects.NoWait)
@@ -214,6 +221,37 @@ func (l lock) String() string {
 		s += " " + string(dialects.SkipLocked)
 	}
 	return s
+}
+
+// ofNames returns l.of with clause.CurrentTable replaced by the statement's
+// table name.
+func (l lock) ofNames(stmt *gorm.Statement) []string {
+	out := make([]string, len(l.of))
+	for i, name := range l.of {
+		switch {
+		case name != clause.CurrentTable:
+			out[i] = name
+		case stmt != nil && stmt.Table != "":
+			out[i] = stmt.Table
+		default:
+			out[i] = "the query's table"
+		}
+	}
+	return out
+}
+
+// phrase names the part of l that feature f stands for, as the user wrote
+// it: the strength for a strength, "FOR SHARE NOWAIT" for NOWAIT, "FOR
+// SHARE OF jobs" for OF. An error about OF on a share lock must not call
+// it FOR UPDATE OF, which is only the feature's name in the matrix.
+func (l lock) phrase(f dialects.Feature, stmt *gorm.Statement) string {
+	switch f {
+	case dialects.NoWait, dialects.SkipLocked:
+		return string(l.strength) + " " + string(f)
+	case dialects.LockOf:
+		return string(l.strength) + " OF " + strings.Join(l.ofNames(stmt), ", ")
+	}
+	return string(f)
 }
 
 // NoLock removes any lock from the statement it is added to, so that a

@@ -1,6 +1,7 @@
 package clauses
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -15,6 +16,10 @@ import (
 type Config struct {
 	// AllowOutsideTransaction turns off the ErrNotInTransaction check.
 	AllowOutsideTransaction bool
+	// SQLiteWriterLock makes FOR UPDATE and FOR SHARE on SQLite take the
+	// database's writer lock before the read, instead of being refused
+	// (lockplugin's SQLiteWriterLock option).
+	SQLiteWriterLock bool
 }
 
 // Callback names, for applications that order their own callbacks
@@ -38,7 +43,7 @@ func Register(db *gorm.DB, cfg Config) error {
 	if db == nil || db.Config == nil || db.Dialector == nil {
 		return errors.New("lockplugin: clauses.Register needs a *gorm.DB opened with a dialector")
 	}
-	r := &registration{cfg: cfg, target: newTarget(dialects.Of(db))}
+	r := &registration{cfg: cfg, target: newTarget(dialects.Of(db), cfg)}
 	if db.ClauseBuilders == nil {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
@@ -56,7 +61,7 @@ func Register(db *gorm.DB, cfg Config) error {
 		{"query check", cb.Query().Before("gorm:query").Register(CallbackCheck, r.beforeQuery)},
 		{"query errors", cb.Query().After("gorm:query").Register(CallbackErrors, r.afterQuery)},
 		{"row check", cb.Row().Before("gorm:row").Register(CallbackCheck, r.beforeQuery)},
-		{"row errors", cb.Row().After("gorm:row").Register(CallbackErrors, r.afterQuery)},
+		{"row errors", cb.Row().After("gorm:row").Register(CallbackErrors, r.afterRow)},
 		{"raw check", cb.Raw().Before("gorm:raw").Register(CallbackCheck, r.beforeRaw)},
 	}
 	for _, s := range steps {
@@ -124,9 +129,18 @@ func (r *registration) beforeQuery(db *gorm.DB) {
 		c.Builder = buildForFallback
 		stmt.Clauses[clauseName] = c
 	}
+	stmt.Settings.Store(targetKey, r.target)
+	stmt.Settings.Delete(writerLockedKey)
 	if err := r.validate(stmt, l); err != nil {
 		_ = db.AddError(err)
 		return
+	}
+	if r.target.writerLock {
+		if err := r.target.takeWriterLock(stmt, l); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+		stmt.Settings.Store(writerLockedKey, true)
 	}
 	if r.target.d.Kind == dialects.SQLServer {
 		stmt.Settings.Delete(hintedKey)
@@ -142,13 +156,13 @@ func (r *registration) beforeQuery(db *gorm.DB) {
 
 func (r *registration) validate(stmt *gorm.Statement, l lock) error {
 	if stmt.SQL.Len() > 0 {
-		return rawSQLError(l)
+		return rawSQLError(l, stmt)
 	}
 	if err := r.target.check(stmt, l); err != nil {
 		return err
 	}
 	if !r.cfg.AllowOutsideTransaction && !stmt.DB.DryRun && !plugin.InTransaction(stmt.ConnPool) {
-		return fmt.Errorf("%w: %s would hold its locks only while the statement runs; run it inside db.Transaction", ErrNotInTransaction, l)
+		return fmt.Errorf("%w: %s would hold its locks only while the statement runs; run it inside db.Transaction", ErrNotInTransaction, l.describe(stmt))
 	}
 	return nil
 }
@@ -159,12 +173,12 @@ func (r *registration) beforeRaw(db *gorm.DB) {
 		return
 	}
 	if l, ok := statementLock(db.Statement); ok {
-		_ = db.AddError(rawSQLError(l))
+		_ = db.AddError(rawSQLError(l, db.Statement))
 	}
 }
 
-func rawSQLError(l lock) error {
-	return fmt.Errorf("%w: %s on Raw or Exec SQL, which GORM sends as written; put the locking clause in the SQL itself, or build the query with GORM's methods", ErrInvalidLock, l)
+func rawSQLError(l lock, stmt *gorm.Statement) error {
+	return fmt.Errorf("%w: %s on Raw or Exec SQL, which GORM sends as written; put the locking clause in the SQL itself, or build the query with GORM's methods", ErrInvalidLock, l.describe(stmt))
 }
 
 // afterQuery turns the database's own "lock not available" error of a
@@ -177,4 +191,26 @@ func (r *registration) afterQuery(db *gorm.DB) {
 		return
 	}
 	db.Error = r.target.d.WrapLockNotAvailable(db.Error)
+}
+
+// afterRow is afterQuery for Row and Rows. A refused Row() would otherwise
+// hand its caller a nil *sql.Row, and row.Scan would panic: GORM's Row()
+// has no error to return. It gets a *sql.Row whose Scan reports the
+// refusal instead.
+func (r *registration) afterRow(db *gorm.DB) {
+	r.afterQuery(db)
+	if db.Error == nil {
+		return
+	}
+	if _, ok := db.Statement.Clauses[clauseName]; !ok {
+		return
+	}
+	if rows, ok := db.Get("rows"); ok && rows == true {
+		return // Rows() returns db.Error itself
+	}
+	switch db.Statement.Dest.(type) {
+	case *sql.Row, *sql.Rows:
+		return // gorm:row ran; the driver's error is in there
+	}
+	db.Statement.Dest = errRow(db.Error)
 }

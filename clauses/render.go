@@ -17,7 +17,27 @@ import (
 // a locking query without that mark rather than send it unlocked.
 const hintedKey = "lockplugin:hinted"
 
+// writerLockedKey marks, in a statement's Settings, that the SQLite writer
+// lock was taken for the statement's lock; the FOR builder refuses to send
+// a locking read on SQLite without that mark.
+const writerLockedKey = "lockplugin:writer_locked"
+
+// targetKey holds, in a statement's Settings, the target of the
+// registration whose check ran, for the fallback builders.
+const targetKey = "lockplugin:target"
+
 func registered(stmt *gorm.Statement) bool { return plugin.Registered(stmt.DB) }
+
+// targetOf returns the target the statement's check used, or one worked out
+// from the database with the default configuration.
+func targetOf(stmt *gorm.Statement) *target {
+	if v, ok := stmt.Settings.Load(targetKey); ok {
+		if t, ok := v.(*target); ok {
+			return t
+		}
+	}
+	return newTarget(dialects.Of(stmt.DB), Config{})
+}
 
 // renderFor writes the whole FOR clause of l: "FOR UPDATE OF "t" NOWAIT",
 // "LOCK IN SHARE MODE", or nothing on SQL Server, whose hints the FROM
@@ -25,7 +45,7 @@ func registered(stmt *gorm.Statement) bool { return plugin.Registered(stmt.DB) }
 func renderFor(t *target, b clause.Builder, l lock) {
 	stmt, ok := b.(*gorm.Statement)
 	if !ok {
-		_ = b.AddError(fmt.Errorf("%w: %s built outside a GORM statement", ErrInvalidLock, l))
+		_ = b.AddError(fmt.Errorf("%w: %s built outside a GORM statement", ErrInvalidLock, l.describe(nil)))
 		return
 	}
 	if !registered(stmt) {
@@ -41,13 +61,19 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		_ = stmt.AddError(err)
 		return
 	}
-	if t.d.Kind == dialects.SQLServer {
-		if _, ok := stmt.Settings.Load(hintedKey); !ok {
-			_ = stmt.AddError(fmt.Errorf("%w: the SQL Server table hints for %s were not written (was the FROM clause builder replaced?); refusing to send the query unlocked", ErrInvalidLock, l))
+	if t.d.Kind == dialects.SQLServer || t.writerLock {
+		if t.d.Kind == dialects.SQLServer {
+			if _, ok := stmt.Settings.Load(hintedKey); !ok {
+				_ = stmt.AddError(fmt.Errorf("%w: the SQL Server table hints for %s were not written (was the FROM clause builder replaced?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
+				return
+			}
+		} else if _, ok := stmt.Settings.Load(writerLockedKey); !ok {
+			_ = stmt.AddError(fmt.Errorf("%w: the SQLite writer lock for %s was not taken (did the query bypass lockplugin's callbacks?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
 			return
 		}
 		// Statement.Build wrote a separator before this clause, which
-		// renders nothing on SQL Server; drop it.
+		// renders nothing here (SQL Server's hints are in FROM; SQLite's
+		// writer lock was taken before the query); drop it.
 		if s := stmt.SQL.String(); strings.HasSuffix(s, " ") {
 			stmt.SQL.Reset()
 			stmt.SQL.WriteString(s[:len(s)-1])
@@ -55,7 +81,7 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		return
 	}
 	stmt.WriteString(t.keyword[l.strength])
-	if len(l.of) > 0 {
+	if len(l.of) > 0 && t.sendsOf() {
 		stmt.WriteString(" OF ")
 		for i, name := range l.of {
 			if i > 0 {
@@ -271,7 +297,7 @@ func statementLock(stmt *gorm.Statement) (lock, bool) {
 func buildForFallback(c clause.Clause, b clause.Builder) {
 	if l, _, ok := lockFromClause(c); ok {
 		if stmt, ok := b.(*gorm.Statement); ok {
-			renderFor(newTarget(dialects.Of(stmt.DB)), b, l)
+			renderFor(targetOf(stmt), b, l)
 			return
 		}
 	}
@@ -284,7 +310,7 @@ func buildForFallback(c clause.Clause, b clause.Builder) {
 func buildFromFallback(c clause.Clause, b clause.Builder) {
 	if stmt, ok := b.(*gorm.Statement); ok && !writing(stmt) {
 		if l, ok := statementLock(stmt); ok {
-			if t := newTarget(dialects.Of(stmt.DB)); t.d.Kind == dialects.SQLServer {
+			if t := targetOf(stmt); t.d.Kind == dialects.SQLServer {
 				renderFromSQLServer(t, c, stmt, l)
 				return
 			}

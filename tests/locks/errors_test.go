@@ -167,7 +167,12 @@ func TestRefusedBeforeSending(t *testing.T) {
 			return db.Transaction(func(*gorm.DB) error { return findLocked(lockplugin.ForUpdate())(db) })
 		}, lockplugin.ErrNotInTransaction, 0},
 		{"mariadb", "FOR NO KEY UPDATE", nil, inTx(findLocked(lockplugin.ForNoKeyUpdate())), lockplugin.ErrUnsupported, 0},
-		{"mariadb", "Of", nil, inTx(findLocked(lockplugin.ForUpdate(lockplugin.Of("lk_jobs")))), lockplugin.ErrUnsupported, 0},
+		{"mariadb", "Of another table", nil, inTx(findLocked(lockplugin.ForUpdate(lockplugin.Of("lk_companies")))), lockplugin.ErrUnsupported, 0},
+		{"mariadb", "Of the query's only table", nil, inTx(findLocked(lockplugin.ForUpdate(lockplugin.Of("lk_jobs")))), errFakePool, 1},
+		{"mariadb", "Of the only table, with a join", nil, inTx(func(tx *gorm.DB) error {
+			var jobs []lkJob
+			return tx.Clauses(lockplugin.ForUpdate(lockplugin.Of("lk_jobs"))).Joins("Company").Find(&jobs).Error
+		}), lockplugin.ErrUnsupported, 0},
 		{"mariadb", "FOR SHARE SKIP LOCKED", nil, inTx(findLocked(lockplugin.ForShare(lockplugin.SkipLocked))), errFakePool, 1},
 		{"sqlserver", "JOIN written as SQL", nil, inTx(func(tx *gorm.DB) error {
 			var jobs []lkJob
