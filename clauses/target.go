@@ -50,7 +50,7 @@ func newTarget(d dialects.Dialect, cfg Config) *target {
 			t.keyword[f] = d.LockSQL(f)
 		}
 	}
-	if d.Kind == dialects.SQLite && cfg.SQLiteWriterLock {
+	if cfg.SQLiteWriterLock && d.Supports(dialects.WriterLock) {
 		t.writerLock = true
 		// The writer lock is stronger than any row lock: NOWAIT is a
 		// busy timeout of 0 while it is taken, and SKIP LOCKED skips

@@ -27,6 +27,13 @@ const (
 	CapacityHolds Feature = "capacity holds"
 	// LeaseTable is the lease table store (lease/sqlstore).
 	LeaseTable Feature = "lease table store"
+	// QueueClaim is lockplugin.Claim: claim rows of a work queue, each for
+	// exactly one caller, in as few round trips as the database allows.
+	QueueClaim Feature = "queue claim"
+	// WriterLock stands in for row locks on a database that has none but
+	// one writer at a time (SQLite): a locking read first takes the
+	// writer lock. Opt-in, with lockplugin.SQLiteWriterLock.
+	WriterLock Feature = "writer lock for row locks"
 )
 
 // rule decides one feature for one database kind. A rule whose since is
@@ -57,6 +64,7 @@ var rules = []rule{
 	{kind: Postgres, feature: AdvisoryXactLock},
 	{kind: Postgres, feature: CapacityHolds},
 	{kind: Postgres, feature: LeaseTable},
+	{kind: Postgres, feature: QueueClaim, note: "1 statement, UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING"},
 
 	{kind: MySQL, feature: ForUpdate},
 	{kind: MySQL, feature: ForShare, note: "LOCK IN SHARE MODE before 8.0.1"},
@@ -66,6 +74,7 @@ var rules = []rule{
 	{kind: MySQL, feature: AdvisoryLock},
 	{kind: MySQL, feature: CapacityHolds},
 	{kind: MySQL, feature: LeaseTable},
+	{kind: MySQL, feature: QueueClaim, since: from(8, 0, 1), note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
 
 	{kind: MariaDB, feature: ForUpdate},
 	{kind: MariaDB, feature: ForShare, note: "LOCK IN SHARE MODE"},
@@ -74,6 +83,7 @@ var rules = []rule{
 	{kind: MariaDB, feature: AdvisoryLock},
 	{kind: MariaDB, feature: CapacityHolds},
 	{kind: MariaDB, feature: LeaseTable},
+	{kind: MariaDB, feature: QueueClaim, since: from(10, 6, 0), note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
 
 	{kind: SQLServer, feature: ForUpdate, note: "WITH (UPDLOCK, ROWLOCK)"},
 	{kind: SQLServer, feature: ForShare, note: "WITH (HOLDLOCK, ROWLOCK)"},
@@ -84,15 +94,19 @@ var rules = []rule{
 	{kind: SQLServer, feature: AdvisoryXactLock},
 	{kind: SQLServer, feature: CapacityHolds},
 	{kind: SQLServer, feature: LeaseTable},
+	{kind: SQLServer, feature: QueueClaim, note: "1 statement, UPDATE TOP (n) ... WITH (UPDLOCK, READPAST, ROWLOCK) OUTPUT"},
 
 	{kind: Oracle, feature: ForUpdate},
 	{kind: Oracle, feature: NoWait},
 	{kind: Oracle, feature: SkipLocked},
 	{kind: Oracle, feature: AdvisoryLock, note: "needs EXECUTE on DBMS_LOCK"},
 	{kind: Oracle, feature: LeaseTable, note: "SQL checked, not run live"},
+	{kind: Oracle, feature: QueueClaim, note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE; SQL checked, not run live"},
 
 	{kind: SQLite, feature: CapacityHolds, note: "writer lock taken up front"},
 	{kind: SQLite, feature: LeaseTable},
+	{kind: SQLite, feature: QueueClaim, note: "1 statement, UPDATE ... RETURNING (SQLite 3.35+)"},
+	{kind: SQLite, feature: WriterLock, note: "opt-in: SQLiteWriterLock()"},
 }
 
 // Supports reports whether the database can do f. Version-dependent

@@ -50,6 +50,12 @@ func LockMatrix() Table {
 
 func lockCell(d Dialect, f Feature) string {
 	if !d.Supports(f) {
+		switch {
+		case d.Supports(WriterLock) && f != ForNoKeyUpdate:
+			return "error (opt-in: writer lock)"
+		case f == LockOf && d.Supports(ForUpdate):
+			return "error, except OF the query's one table (sent without OF)"
+		}
 		return "error"
 	}
 	switch {
@@ -67,7 +73,7 @@ func lockCell(d Dialect, f Feature) string {
 
 // MechanismMatrix renders which mechanisms each database can run.
 func MechanismMatrix() Table {
-	cols := []Feature{AdvisoryLock, AdvisoryXactLock, LeaseTable, CapacityHolds}
+	cols := []Feature{AdvisoryLock, AdvisoryXactLock, LeaseTable, CapacityHolds, QueueClaim}
 	t := Table{Header: []string{"database"}}
 	for _, c := range cols {
 		t.Header = append(t.Header, string(c))

@@ -7,18 +7,23 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 )
 
+const (
+	ofOnlyTable = "error, except OF the query's one table (sent without OF)"
+	writerLock  = "error (opt-in: writer lock)"
+)
+
 func TestLockMatrix(t *testing.T) {
 	md := dialects.LockMatrix().Markdown()
 	for _, row := range []string{
 		"| database | FOR UPDATE | FOR SHARE | NOWAIT | SKIP LOCKED | FOR UPDATE OF | FOR NO KEY UPDATE |",
 		"| PostgreSQL | `FOR UPDATE` | `FOR SHARE` | yes | yes | yes | `FOR NO KEY UPDATE` |",
 		"| MySQL 8.0.1+ | `FOR UPDATE` | `FOR SHARE` | yes | yes | yes | error |",
-		"| MySQL 5.7 | `FOR UPDATE` | `LOCK IN SHARE MODE` | error | error | error | error |",
-		"| MariaDB 10.6+ | `FOR UPDATE` | `LOCK IN SHARE MODE` | yes | yes | error | error |",
-		"| MariaDB 10.3-10.5 | `FOR UPDATE` | `LOCK IN SHARE MODE` | yes | error | error | error |",
-		"| Oracle | `FOR UPDATE` | error | yes | yes | error | error |",
+		"| MySQL 5.7 | `FOR UPDATE` | `LOCK IN SHARE MODE` | error | error | " + ofOnlyTable + " | error |",
+		"| MariaDB 10.6+ | `FOR UPDATE` | `LOCK IN SHARE MODE` | yes | yes | " + ofOnlyTable + " | error |",
+		"| MariaDB 10.3-10.5 | `FOR UPDATE` | `LOCK IN SHARE MODE` | yes | error | " + ofOnlyTable + " | error |",
+		"| Oracle | `FOR UPDATE` | error | yes | yes | " + ofOnlyTable + " | error |",
 		"| SQL Server | `WITH (UPDLOCK, ROWLOCK)` | `WITH (HOLDLOCK, ROWLOCK)` | `NOWAIT` table hint | `READPAST` table hint | hints on the named tables only | error |",
-		"| SQLite | error | error | error | error | error | error |",
+		"| SQLite | " + strings.Repeat(writerLock+" | ", 5) + "error |",
 	} {
 		if !strings.Contains(md, row+"\n") {
 			t.Errorf("lock matrix lacks the row\n%s\nin\n%s", row, md)
@@ -34,8 +39,9 @@ func TestLockMatrix(t *testing.T) {
 func TestMechanismMatrix(t *testing.T) {
 	md := dialects.MechanismMatrix().Markdown()
 	for _, row := range []string{
-		"| PostgreSQL | yes | yes | yes | yes |",
-		"| SQLite | error | error | yes | yes: writer lock taken up front |",
+		"| PostgreSQL | yes | yes | yes | yes | yes: 1 statement, UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING |",
+		"| MySQL 5.7 | yes | error | yes | yes | error |",
+		"| SQLite | error | error | yes | yes: writer lock taken up front | yes: 1 statement, UPDATE ... RETURNING (SQLite 3.35+) |",
 	} {
 		if !strings.Contains(md, row+"\n") {
 			t.Errorf("mechanism matrix lacks the row\n%s\nin\n%s", row, md)
