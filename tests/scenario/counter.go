@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
-	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // lostUpdateRow is the one-row counter of the lost-update scenarios.
@@ -100,13 +100,15 @@ func LostUpdateUnprotected(ctx context.Context, db *gorm.DB, cfg Config) (Result
 func LostUpdateForUpdate(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) {
 	cfg = cfg.Defaults()
 	r := Result{Scenario: "lost update / FOR UPDATE", Expected: "0 lost updates"}
-	if err := dialects.Of(db).Require(dialects.ForUpdate); err != nil {
-		r.Unsupported = err.Error()
-		return r, nil
-	}
 	table, err := resetLostUpdateTable(ctx, db, cfg)
 	if err != nil {
 		return r, err
+	}
+	// The plugin decides: SQLite refuses FOR UPDATE unless it was
+	// registered with lockplugin.SQLiteWriterLock.
+	if err := probeLock(ctx, db, table, lockplugin.ForUpdate()); err != nil {
+		r.Unsupported = err.Error()
+		return r, nil
 	}
 	db = db.WithContext(ctx)
 	errs, elapsed := Race(cfg.Workers, func(int) error {
@@ -220,3 +222,21 @@ func (b *roundBarrier) abort() {
 		close(b.release)
 	}
 }
+
+// probeLock returns the ErrUnsupported error that lock gets on table
+// inside a transaction, or nil when the plugin takes it. The transaction is
+// rolled back.
+func probeLock(ctx context.Context, db *gorm.DB, table string, lock clause.Expression) error {
+	var unsupported error
+	_ = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []map[string]any
+		if err := tx.Clauses(lock).Table(table).Limit(1).Find(&rows).Error; errors.Is(err, lockplugin.ErrUnsupported) {
+			unsupported = err
+		}
+		return errRollback
+	})
+	return unsupported
+}
+
+// errRollback rolls a probe's transaction back.
+var errRollback = errors.New("scenario: rollback")

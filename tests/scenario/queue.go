@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/dialects"
@@ -59,16 +60,15 @@ func SkipLockedQueue(ctx context.Context, db *gorm.DB, cfg Config) (Result, erro
 	cfg = cfg.Defaults()
 	total := cfg.Workers * cfg.Rounds * queueBatch
 	r := Result{Scenario: "work queue / SKIP LOCKED", Expected: fmt.Sprintf("each of %d jobs claimed exactly once", total)}
-	d := dialects.Of(db)
-	for _, f := range []dialects.Feature{dialects.ForUpdate, dialects.SkipLocked} {
-		if err := d.Require(f); err != nil {
-			r.Unsupported = err.Error()
-			return r, nil
-		}
-	}
 	table, err := resetQueueTable(ctx, db, cfg, total)
 	if err != nil {
 		return r, err
+	}
+	// The plugin decides: SQLite refuses the lock unless it was
+	// registered with lockplugin.SQLiteWriterLock.
+	if err := probeLock(ctx, db, table, lockplugin.ForUpdate(lockplugin.SkipLocked)); err != nil {
+		r.Unsupported = err.Error()
+		return r, nil
 	}
 	db = db.WithContext(ctx)
 
@@ -228,4 +228,69 @@ func finishQueue(ctx context.Context, db *gorm.DB, table string, total int, clai
 		r.Ops, total, twice, never, badRows, note)
 	r.OK = r.Baseline || r.Lost == 0
 	return r, nil
+}
+
+// ClaimQueue: Workers goroutines claim Workers*Rounds*10 jobs with
+// lockplugin.Claim, 10 at a time; every job must be claimed exactly once,
+// and every claimed row must come back as the claim left it (running, by
+// this worker, claimed once).
+func ClaimQueue(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) {
+	cfg = cfg.Defaults()
+	total := cfg.Workers * cfg.Rounds * queueBatch
+	r := Result{Scenario: "work queue / lockplugin.Claim", Expected: fmt.Sprintf("each of %d jobs claimed exactly once", total)}
+	if err := dialects.Of(db).Require(dialects.QueueClaim); err != nil {
+		r.Unsupported = err.Error()
+		return r, nil
+	}
+	table, err := resetQueueTable(ctx, db, cfg, total)
+	if err != nil {
+		return r, err
+	}
+	db = db.WithContext(ctx)
+	queued := clause.Eq{Column: clause.Column{Name: "state"}, Value: "queued"}
+
+	claimed := make([][]int64, cfg.Workers)
+	retries := make([]int, cfg.Workers)
+	stale := make([]int, cfg.Workers)
+	errs, elapsed := Race(cfg.Workers, func(w int) error {
+		for {
+			jobs, err := lockplugin.Claim[queueJob](ctx, db.Table(table), queueBatch, queued,
+				map[string]any{"state": "running", "worker": w, "claims": gorm.Expr("claims + 1")})
+			switch {
+			case err != nil && dialects.IsRetryable(err):
+				retries[w]++
+				continue
+			case err != nil:
+				return err
+			case len(jobs) > 0:
+				for _, j := range jobs {
+					if j.State != "running" || j.Worker != w || j.Claims < 1 {
+						stale[w]++
+					}
+					claimed[w] = append(claimed[w], j.ID)
+				}
+				continue
+			}
+			var left int64
+			if err := db.Table(table).Where("state = ?", "queued").Count(&left).Error; err != nil {
+				return err
+			}
+			if left == 0 {
+				return nil
+			}
+		}
+	})
+	r.Elapsed = elapsed
+	if err := FirstError(errs); err != nil {
+		return r, err
+	}
+	retried, wrong := 0, 0
+	for w := range retries {
+		retried += retries[w]
+		wrong += stale[w]
+	}
+	r, err = finishQueue(ctx, db, table, total, claimed, fmt.Sprintf("; %d retried claims; %d rows returned not as claimed", retried, wrong), r)
+	r.Lost += wrong
+	r.OK = r.Lost == 0
+	return r, err
 }

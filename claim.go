@@ -1,0 +1,361 @@
+package lockplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/ctxjoin"
+	"github.com/lockplugin/lockplugin/internal/plugin"
+)
+
+// ErrInvalidClaim is returned by Claim for arguments no database could run:
+// n below 1, nothing to set, a column T does not have, a model without a
+// single-column primary key. Nothing was sent.
+var ErrInvalidClaim = errors.New("lockplugin: invalid claim")
+
+// claimAlias names the claimed keys in PostgreSQL's UPDATE ... FROM.
+const claimAlias = "lockplugin_claimed"
+
+// Claim claims up to n rows of T's table that match where, sets the
+// columns in set on them, and returns them as they are after the update:
+// the work-queue claim. Each row goes to exactly one caller, however many
+// claim at once; rows other callers are claiming are passed over, not
+// waited for, and a claim that finds nothing returns no rows and no error.
+//
+//	jobs, err := lockplugin.Claim[Job](ctx, db, 10,
+//		clause.Eq{Column: clause.Column{Name: "state"}, Value: "queued"},
+//		map[string]any{"state": "running", "worker": me, "attempts": gorm.Expr("attempts + 1")})
+//
+// where is any GORM condition (clause.Eq, clause.And, gorm.Expr("run_at <=
+// ?", now), ...), or nil for every row; its values are bound, never
+// spliced. set maps columns (database names or T's field names) to values
+// or expressions (gorm.Expr); set must change the rows so that where no
+// longer matches them, or the next claim takes them again. Claim sets
+// exactly those columns: GORM hooks and UpdatedAt are not run. Rows are
+// taken in primary key order where the database lets a claim choose, and
+// come back in no particular order.
+//
+// Each database gets the fewest round trips it allows:
+//   - PostgreSQL: one statement, UPDATE ... FROM (SELECT key ... ORDER BY
+//     key LIMIT n FOR UPDATE SKIP LOCKED) ... RETURNING.
+//   - SQLite (3.35 or later): one statement, UPDATE ... WHERE key IN
+//     (SELECT key ... LIMIT n) RETURNING; SQLite runs one writer at a time.
+//   - SQL Server: one statement, UPDATE TOP (n) ... WITH (UPDLOCK,
+//     READPAST, ROWLOCK) ... OUTPUT INSERTED.* (the table must have no
+//     enabled triggers, which OUTPUT without INTO refuses; TOP picks rows in
+//     no particular order).
+//   - MySQL 8.0.1+, MariaDB 10.6+ and Oracle: SELECT ... FOR UPDATE SKIP
+//     LOCKED, then UPDATE, in one transaction (Oracle reads n rows of an
+//     unlimited, unordered cursor: it cannot lock a row-limited query).
+//     The rows returned are those read under the lock with set's values
+//     applied; with an expression in set they are read again.
+//
+// Elsewhere (MySQL before 8.0.1, MariaDB before 10.6, a database lockplugin
+// does not know) Claim fails with ErrUnsupported before any SQL is sent. On
+// a db inside a transaction Claim runs in it, and the rows stay claimed
+// only if it commits; otherwise each statement (or the MySQL-family
+// transaction) commits on its own. The plugin must be registered on db
+// (ErrNotRegistered); ctx and db's own context both bound the call.
+func Claim[T any](ctx context.Context, db *gorm.DB, n int, where clause.Expression, set map[string]any) ([]T, error) {
+	if db == nil || !plugin.Registered(db) {
+		return nil, ErrNotRegistered
+	}
+	ctx, cancel := ctxjoin.Join(ctx, db)
+	defer cancel()
+	table, err := claimTable(db)
+	if err != nil {
+		return nil, err
+	}
+	base := db.Session(&gorm.Session{NewDB: true, Context: ctx})
+	if db.Statement.Unscoped {
+		base = base.Unscoped()
+	}
+	c, err := newClaim[T](base, table, n, where, set)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	switch c.d.Kind {
+	case dialects.Postgres, dialects.SQLite, dialects.SQLServer:
+		sql, vars := c.statement()
+		// Table lets clause.CurrentTable in where (and in the soft-delete
+		// condition) name the claimed table.
+		err = base.Table(c.tableName).Raw(sql, vars...).Scan(&out).Error
+	default:
+		if plugin.InTransaction(base.Statement.ConnPool) {
+			out, err = claimLocked[T](base, c)
+		} else {
+			err = base.Transaction(func(tx *gorm.DB) error {
+				var err error
+				out, err = claimLocked[T](tx, c)
+				return err
+			})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// claim is one Claim call's validated arguments.
+type claim struct {
+	d         dialects.Dialect
+	sch       *schema.Schema
+	tableName string
+	table     string // quoted
+	key       *schema.Field
+	n         int
+	where     clause.Expression
+	cols      []*schema.Field // sorted by column name, for stable SQL
+	values    []any           // in cols order
+	exprs     bool            // a value is an expression the database computes
+}
+
+// claimTable returns the table db.Table named, or "" for T's own.
+func claimTable(db *gorm.DB) (string, error) {
+	stmt := db.Statement
+	if stmt == nil || stmt.TableExpr == nil {
+		return "", nil
+	}
+	if len(stmt.TableExpr.Vars) == 0 && stmt.Table != "" && stmt.TableExpr.SQL == stmt.Quote(stmt.Table) {
+		return stmt.Table, nil
+	}
+	return "", fmt.Errorf("%w: db.Table(%q) is not one plain table name; Claim updates one table", ErrInvalidClaim, stmt.TableExpr.SQL)
+}
+
+func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, set map[string]any) (*claim, error) {
+	c := &claim{d: dialects.Of(db), n: n, where: where}
+	if err := c.d.Require(dialects.QueueClaim); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: n is %d; claim at least 1 row", ErrInvalidClaim, n)
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("%w: set is empty; a claim must mark its rows (state = 'running', say) or the next claim takes them again", ErrInvalidClaim)
+	}
+	stmt := db.Model(new(T)).Statement
+	if err := stmt.Parse(new(T)); err != nil {
+		return nil, fmt.Errorf("%w: %T is not a model GORM can parse: %v", ErrInvalidClaim, *new(T), err)
+	}
+	c.sch = stmt.Schema
+	if len(c.sch.PrimaryFields) != 1 || c.sch.PrioritizedPrimaryField == nil {
+		return nil, fmt.Errorf("%w: %s has %d primary key columns; Claim needs exactly one to tell the claimed rows apart", ErrInvalidClaim, c.sch.Name, len(c.sch.PrimaryFields))
+	}
+	c.key = c.sch.PrioritizedPrimaryField
+	c.tableName = c.sch.Table
+	if table != "" {
+		c.tableName = table
+	}
+	if !dialects.ValidTableName(c.tableName, 128) {
+		return nil, fmt.Errorf("%w: table name %q of %s is not a plain identifier (letters, digits, _, with an optional schema)", ErrInvalidClaim, c.tableName, c.sch.Name)
+	}
+	c.table = c.d.QuoteTable(c.tableName)
+	if err := validColumn(c.key.DBName); err != nil {
+		return nil, err
+	}
+	type assignment struct {
+		f *schema.Field
+		v any
+	}
+	assigns := make([]assignment, 0, len(set))
+	for name, v := range set {
+		f := c.sch.LookUpField(name)
+		if f == nil || f.DBName == "" {
+			return nil, fmt.Errorf("%w: %s has no column %q to set", ErrInvalidClaim, c.sch.Name, name)
+		}
+		if err := validColumn(f.DBName); err != nil {
+			return nil, err
+		}
+		for _, a := range assigns {
+			if a.f == f {
+				return nil, fmt.Errorf("%w: column %q is set twice (by its field name and its column name)", ErrInvalidClaim, f.DBName)
+			}
+		}
+		assigns = append(assigns, assignment{f, v})
+	}
+	sort.Slice(assigns, func(i, j int) bool { return assigns[i].f.DBName < assigns[j].f.DBName })
+	for _, a := range assigns {
+		switch a.v.(type) {
+		case clause.Expression, *gorm.DB:
+			c.exprs = true
+		}
+		c.cols = append(c.cols, a.f)
+		c.values = append(c.values, a.v)
+	}
+	if w, ok := where.(clause.Where); ok {
+		// As a bind value a clause.Where would write its own WHERE.
+		c.where = clause.And(w.Exprs...)
+	}
+	if c.d.Kind == dialects.Postgres || c.d.Kind == dialects.SQLite || c.d.Kind == dialects.SQLServer {
+		// The one-statement claims are Raw SQL, which GORM sends as
+		// written: add the conditions GORM would add to a query of T
+		// (gorm.DeletedAt's "deleted_at IS NULL") by hand.
+		if conds := queryConditions(db, c.sch, c.tableName); len(conds) > 0 {
+			if c.where != nil {
+				conds = append([]clause.Expression{c.where}, conds...)
+			}
+			c.where = clause.And(conds...)
+		}
+	}
+	return c, nil
+}
+
+// queryConditions returns the WHERE conditions that T's query clauses
+// (soft delete) add to every GORM query of T, unless db is Unscoped.
+func queryConditions(db *gorm.DB, sch *schema.Schema, table string) []clause.Expression {
+	if len(sch.QueryClauses) == 0 {
+		return nil
+	}
+	scratch := db.Session(&gorm.Session{DryRun: true}).Table(table)
+	stmt := scratch.Statement
+	stmt.Schema = sch
+	for _, qc := range sch.QueryClauses {
+		if m, ok := qc.(gorm.StatementModifier); ok {
+			m.ModifyStatement(stmt)
+		}
+	}
+	if w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		return w.Exprs
+	}
+	return nil
+}
+
+func validColumn(name string) error {
+	if !dialects.ValidTableName(name, 128) || strings.Contains(name, ".") {
+		return fmt.Errorf("%w: column name %q is not a plain identifier (letters, digits, _)", ErrInvalidClaim, name)
+	}
+	return nil
+}
+
+// statement returns the one-statement claim of PostgreSQL, SQLite or SQL
+// Server, with "?" for GORM to bind each value (and build each expression)
+// in the database's own style.
+func (c *claim) statement() (string, []any) {
+	q := c.d.QuoteIdent
+	key := q(c.key.DBName)
+	var b strings.Builder
+	vars := make([]any, 0, len(c.values)+2)
+	set := func() {
+		b.WriteString(" SET ")
+		for i, f := range c.cols {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(q(f.DBName))
+			b.WriteString("=?")
+			vars = append(vars, c.values[i])
+		}
+	}
+	where := func() {
+		if c.where != nil {
+			b.WriteString(" WHERE (?)")
+			vars = append(vars, c.where)
+		}
+	}
+	switch c.d.Kind {
+	case dialects.Postgres:
+		b.WriteString("UPDATE " + c.table)
+		set()
+		b.WriteString(" FROM (SELECT " + key + " FROM " + c.table)
+		where()
+		b.WriteString(" ORDER BY " + key + " LIMIT ? FOR UPDATE SKIP LOCKED) AS " + q(claimAlias))
+		vars = append(vars, c.n)
+		b.WriteString(" WHERE " + c.table + "." + key + " = " + q(claimAlias) + "." + key + " RETURNING " + c.table + ".*")
+	case dialects.SQLite:
+		b.WriteString("UPDATE " + c.table)
+		set()
+		b.WriteString(" WHERE " + key + " IN (SELECT " + key + " FROM " + c.table)
+		where()
+		b.WriteString(" ORDER BY " + key + " LIMIT ?) RETURNING *")
+		vars = append(vars, c.n)
+	case dialects.SQLServer:
+		b.WriteString("UPDATE TOP (?) " + c.table + " WITH (UPDLOCK, READPAST, ROWLOCK)")
+		vars = append(vars, c.n)
+		set()
+		b.WriteString(" OUTPUT INSERTED.*")
+		where()
+	}
+	return b.String(), vars
+}
+
+// claimLocked is the claim of the MySQL family and Oracle, inside tx: lock
+// up to n matching rows no one else holds, then update them by key.
+func claimLocked[T any](tx *gorm.DB, c *claim) ([]T, error) {
+	keyCol := clause.Column{Name: c.key.DBName}
+	q := tx.Table(c.tableName).Model(new(T)).Clauses(clauses.ForUpdate(clauses.SkipLocked))
+	if c.where != nil {
+		q = q.Where(c.where)
+	}
+	var out []T
+	if c.d.Kind == dialects.Oracle {
+		// ORA-02014: no FOR UPDATE with a row limit. Read n rows of the
+		// cursor; with SKIP LOCKED Oracle locks rows as they are fetched.
+		// No ORDER BY: sorting would lock every matching row first.
+		rows, err := q.Rows()
+		if err != nil {
+			return nil, err
+		}
+		for len(out) < c.n && rows.Next() {
+			var v T
+			if err := tx.ScanRows(rows, &v); err != nil {
+				_ = rows.Close()
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
+		}
+	} else if err := q.Order(clause.OrderByColumn{Column: keyCol}).Limit(c.n).Find(&out).Error; err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	ctx := tx.Statement.Context
+	keys := make([]any, len(out))
+	for i := range out {
+		keys[i], _ = c.key.ValueOf(ctx, reflect.ValueOf(&out[i]).Elem())
+	}
+	assign := make(map[string]any, len(c.cols))
+	for i, f := range c.cols {
+		assign[f.DBName] = c.values[i]
+	}
+	in := clause.IN{Column: keyCol, Values: keys}
+	if err := tx.Table(c.tableName).Model(new(T)).Where(in).UpdateColumns(assign).Error; err != nil {
+		return nil, err
+	}
+	if !c.exprs {
+		ok := true
+		for i := range out {
+			rv := reflect.ValueOf(&out[i]).Elem()
+			for j, f := range c.cols {
+				if f.Set(ctx, rv, c.values[j]) != nil {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return out, nil
+		}
+	}
+	// The database computed (or converted) the values: read them back,
+	// under the locks the transaction still holds.
+	out = out[:0]
+	if err := tx.Table(c.tableName).Model(new(T)).Where(in).Order(clause.OrderByColumn{Column: keyCol}).Find(&out).Error; err != nil {
+		return nil, err
+	}
+	return out, nil
+}
