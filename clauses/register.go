@@ -63,6 +63,9 @@ func Register(db *gorm.DB, cfg Config) error {
 		{"row check", cb.Row().Before("gorm:row").Register(CallbackCheck, r.beforeQuery)},
 		{"row errors", cb.Row().After("gorm:row").Register(CallbackErrors, r.afterRow)},
 		{"raw check", cb.Raw().Before("gorm:raw").Register(CallbackCheck, r.beforeRaw)},
+		{"raw errors", cb.Raw().After("gorm:raw").Register(CallbackErrors, subqueryErrors)},
+		{"update errors", cb.Update().After("gorm:update").Register(CallbackErrors, subqueryErrors)},
+		{"delete errors", cb.Delete().After("gorm:delete").Register(CallbackErrors, subqueryErrors)},
 	}
 	for _, s := range steps {
 		if s.err != nil {
@@ -132,12 +135,12 @@ func (r *registration) beforeQuery(db *gorm.DB) {
 	stmt.Settings.Store(targetKey, r.target)
 	stmt.Settings.Delete(writerLockedKey)
 	if err := r.validate(stmt, l); err != nil {
-		_ = db.AddError(err)
+		refuse(db.Statement, err)
 		return
 	}
 	if r.target.writerLock {
 		if err := r.target.takeWriterLock(stmt, l); err != nil {
-			_ = db.AddError(err)
+			refuse(db.Statement, err)
 			return
 		}
 		stmt.Settings.Store(writerLockedKey, true)
@@ -173,7 +176,7 @@ func (r *registration) beforeRaw(db *gorm.DB) {
 		return
 	}
 	if l, ok := statementLock(db.Statement); ok {
-		_ = db.AddError(rawSQLError(l, db.Statement))
+		refuse(db.Statement, rawSQLError(l, db.Statement))
 	}
 }
 
@@ -181,9 +184,22 @@ func rawSQLError(l lock, stmt *gorm.Statement) error {
 	return fmt.Errorf("%w: %s on Raw or Exec SQL, which GORM sends as written; put the locking clause in the SQL itself, or build the query with GORM's methods", ErrInvalidLock, l.describe(stmt))
 }
 
+// subqueryErrors replaces the error of a statement that embedded a
+// subquery whose lock was refused (the database's complaint about the
+// marker, or the argument conversion's) with the refusal itself.
+func subqueryErrors(db *gorm.DB) {
+	if db.Error == nil {
+		return
+	}
+	if err := refusedIn(db.Statement.Vars); err != nil && !errors.Is(db.Error, err) {
+		db.Error = fmt.Errorf("%w (in a subquery; nothing was run)", err)
+	}
+}
+
 // afterQuery turns the database's own "lock not available" error of a
 // locking read into one that matches dialects.ErrLockNotAvailable.
 func (r *registration) afterQuery(db *gorm.DB) {
+	subqueryErrors(db)
 	if db.Error == nil {
 		return
 	}

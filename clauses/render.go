@@ -1,6 +1,7 @@
 package clauses
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"regexp"
 	"strings"
@@ -16,6 +17,49 @@ import (
 // builder placed the lock's table hints; the FOR builder refuses to finish
 // a locking query without that mark rather than send it unlocked.
 const hintedKey = "lockplugin:hinted"
+
+// refusedMarker is written into the SQL of a DryRun statement whose lock
+// was refused. GORM builds a subquery (Where("id IN (?)", sub)) as a DryRun
+// statement and ignores its error, so without it the outer query would run
+// with the subquery's lock silently dropped, or with an empty subquery
+// (which SQLite takes as an empty IN list). An unknown function call is an
+// error at prepare time on every database; the text is constant, never
+// user input. ToSQL of a refused lock shows it too.
+const refusedMarker = "lockplugin_refused_lock()"
+
+// refuse fails stmt with err, and in DryRun marks its SQL so that a
+// statement embedding it as a subquery fails too. The error itself rides
+// along in the statement's Vars, which GORM hands back to the outer
+// statement: refusedIn finds it there, so the outer query reports the
+// refusal, not only the marker's "no such function".
+func refuse(stmt *gorm.Statement, err error) {
+	_ = stmt.AddError(err)
+	if stmt.DB != nil && stmt.DB.DryRun {
+		if stmt.SQL.Len() > 0 {
+			stmt.WriteByte(' ')
+		}
+		stmt.WriteString(refusedMarker)
+		stmt.Vars = append(stmt.Vars, refusedVar{err})
+	}
+}
+
+// refusedVar carries a refused subquery's error in the outer statement's
+// Vars. As a driver.Valuer it fails the argument conversion, so database/sql
+// sends nothing where the driver converts arguments itself.
+type refusedVar struct{ err error }
+
+// Value reports the refusal.
+func (r refusedVar) Value() (driver.Value, error) { return nil, r.err }
+
+// refusedIn returns the error of a refused subquery among vars, or nil.
+func refusedIn(vars []any) error {
+	for _, v := range vars {
+		if r, ok := v.(refusedVar); ok {
+			return r.err
+		}
+	}
+	return nil
+}
 
 // writerLockedKey marks, in a statement's Settings, that the SQLite writer
 // lock was taken for the statement's lock; the FOR builder refuses to send
@@ -49,7 +93,7 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		return
 	}
 	if !registered(stmt) {
-		_ = stmt.AddError(ErrNotRegistered)
+		refuse(stmt, ErrNotRegistered)
 		return
 	}
 	if stmt.DB.Error != nil {
@@ -58,17 +102,17 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		return
 	}
 	if err := t.check(stmt, l); err != nil {
-		_ = stmt.AddError(err)
+		refuse(stmt, err)
 		return
 	}
 	if t.d.Kind == dialects.SQLServer || t.writerLock {
 		if t.d.Kind == dialects.SQLServer {
 			if _, ok := stmt.Settings.Load(hintedKey); !ok {
-				_ = stmt.AddError(fmt.Errorf("%w: the SQL Server table hints for %s were not written (was the FROM clause builder replaced?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
+				refuse(stmt, fmt.Errorf("%w: the SQL Server table hints for %s were not written (was the FROM clause builder replaced?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
 				return
 			}
 		} else if _, ok := stmt.Settings.Load(writerLockedKey); !ok {
-			_ = stmt.AddError(fmt.Errorf("%w: the SQLite writer lock for %s was not taken (did the query bypass lockplugin's callbacks?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
+			refuse(stmt, fmt.Errorf("%w: the SQLite writer lock for %s was not taken (did the query bypass lockplugin's callbacks?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
 			return
 		}
 		// Statement.Build wrote a separator before this clause, which
@@ -105,7 +149,7 @@ func renderFor(t *target, b clause.Builder, l lock) {
 // the named ones only.
 func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l lock) {
 	if err := t.check(stmt, l); err != nil {
-		_ = stmt.AddError(err)
+		refuse(stmt, err)
 		return
 	}
 	from, _ := c.Expression.(clause.From)
@@ -124,7 +168,7 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 		want := m.want(tb)
 		if want {
 			if err := t.hintable(stmt, tb, l); err != nil {
-				_ = stmt.AddError(err)
+				refuse(stmt, err)
 				return
 			}
 		}
@@ -137,7 +181,7 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 		stmt.WriteByte(' ')
 		if j.Expression != nil {
 			if len(l.of) == 0 {
-				_ = stmt.AddError(&dialects.UnsupportedError{
+				refuse(stmt, &dialects.UnsupportedError{
 					Dialect: t.d.String(), Feature: string(l.strength) + " on a JOIN written as SQL",
 					Reason: "SQL Server needs the lock hint after each joined table, and a JOIN given as a string cannot take one; join an association (Joins(\"Assoc\")) or name the tables to lock with Of",
 				})
@@ -154,7 +198,7 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 		want := m.want(j.Table)
 		if want {
 			if err := t.hintable(stmt, j.Table, l); err != nil {
-				_ = stmt.AddError(err)
+				refuse(stmt, err)
 				return
 			}
 		}
@@ -177,7 +221,7 @@ func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l loc
 		}
 	}
 	if missing := m.unmatched(); len(missing) > 0 {
-		_ = stmt.AddError(fmt.Errorf("%w: Of names %s, which the query's FROM and JOINs do not contain", ErrInvalidLock, strings.Join(missing, ", ")))
+		refuse(stmt, fmt.Errorf("%w: Of names %s, which the query's FROM and JOINs do not contain", ErrInvalidLock, strings.Join(missing, ", ")))
 		return
 	}
 	stmt.Settings.Store(hintedKey, true)

@@ -191,3 +191,50 @@ func TestMariaDBShareOfCurrentTable(t *testing.T) {
 		t.Fatalf("FOR UPDATE NOWAIT of another row: %v", err)
 	}
 }
+
+// TestRefusedSubquery: GORM builds a subquery in DryRun mode and ignores
+// its error. A lock refused there must not vanish: the outer query fails
+// with the refusal, and on SQLite (which reads an empty subquery as an
+// empty IN list) it does not quietly return nothing.
+func TestRefusedSubquery(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		lock clause.Expression
+		want error
+	}{
+		{testdb.SQLite, lockplugin.ForUpdate(), lockplugin.ErrUnsupported},
+		{testdb.Postgres, lockplugin.ForUpdate(lockplugin.NoWait, lockplugin.SkipLocked), lockplugin.ErrInvalidLock},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			tg := testdb.Get(t, c.kind)
+			resetI13Rows(t, tg)
+			// Each in its own transaction: on PostgreSQL the marker fails
+			// at parse time, which aborts the transaction.
+			_ = tg.DB.WithContext(t.Context()).Transaction(func(tx *gorm.DB) error {
+				var rows []i13Row
+				sub := tx.Model(&i13Row{}).Clauses(c.lock).Select("id")
+				err := tx.Where("id IN (?)", sub).Find(&rows).Error
+				if len(rows) != 0 {
+					t.Errorf("%d rows came back", len(rows))
+				}
+				if !errors.Is(err, c.want) {
+					t.Errorf("Find: want %v, got %v", c.want, err)
+				}
+				return err
+			})
+			_ = tg.DB.WithContext(t.Context()).Transaction(func(tx *gorm.DB) error {
+				sub := tx.Model(&i13Row{}).Clauses(c.lock).Select("id")
+				err := tx.Where("id IN (?)", sub).Delete(&i13Row{}).Error
+				if !errors.Is(err, c.want) {
+					t.Errorf("Delete: want %v, got %v", c.want, err)
+				}
+				t.Logf("%v", err)
+				return err
+			})
+			var n int64
+			if err := tg.DB.Model(&i13Row{}).Count(&n).Error; err != nil || n != 2 {
+				t.Fatalf("rows left: %d, %v; want 2", n, err)
+			}
+		})
+	}
+}
