@@ -1,0 +1,344 @@
+package lockplugin_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+
+	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/internal/dryrun"
+)
+
+// claimJob is the model of the claim tests.
+type claimJob struct {
+	ID       int64
+	State    string
+	Worker   int
+	Attempts int
+}
+
+func (claimJob) TableName() string { return "jobs" }
+
+// recorder is a database/sql connector that records every statement and
+// answers queries with canned rows: the claim's exact SQL, on databases
+// that cannot run here (SQL Server, Oracle), and the round trips it takes.
+type recorder struct {
+	mu   sync.Mutex
+	log  []string
+	rows [][]driver.Value // answered to every query
+}
+
+func (r *recorder) record(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, s)
+}
+
+func (r *recorder) statements() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.log...)
+}
+
+func (r *recorder) Connect(context.Context) (driver.Conn, error) { return recConn{r}, nil }
+func (r *recorder) Driver() driver.Driver                        { return recDriver{r} }
+
+type recDriver struct{ r *recorder }
+
+func (d recDriver) Open(string) (driver.Conn, error) { return recConn(d), nil }
+
+type recConn struct{ r *recorder }
+
+func (c recConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("recorder: no Prepare") }
+func (c recConn) Close() error                        { return nil }
+func (c recConn) Begin() (driver.Tx, error)           { c.r.record("BEGIN"); return recTx(c), nil }
+
+func (c recConn) QueryContext(_ context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	c.r.record(q + args2s(args))
+	return &recRows{rows: c.r.rows}, nil
+}
+
+func (c recConn) ExecContext(_ context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	c.r.record(q + args2s(args))
+	return driver.RowsAffected(len(c.r.rows)), nil
+}
+
+type recTx recConn
+
+func (t recTx) Commit() error   { t.r.record("COMMIT"); return nil }
+func (t recTx) Rollback() error { t.r.record("ROLLBACK"); return nil }
+
+func args2s(args []driver.NamedValue) string {
+	if len(args) == 0 {
+		return ""
+	}
+	s := make([]string, len(args))
+	for i, a := range args {
+		s[i] = fmt.Sprint(a.Value)
+	}
+	return " [" + strings.Join(s, " ") + "]"
+}
+
+type recRows struct {
+	rows [][]driver.Value
+	i    int
+}
+
+func (r *recRows) Columns() []string { return []string{"id", "state", "worker", "attempts"} }
+func (r *recRows) Close() error      { return nil }
+func (r *recRows) Next(dest []driver.Value) error {
+	if r.i >= len(r.rows) {
+		return io.EOF
+	}
+	copy(dest, r.rows[r.i])
+	r.i++
+	return nil
+}
+
+// testHelper is the part of testing.TB that claimDB needs, so that the
+// examples can use it too.
+type testHelper interface {
+	Helper()
+	Cleanup(func())
+	Fatal(args ...any)
+}
+
+// exampleT is a testHelper for examples: Fatal panics, cleanup runs the
+// Cleanup functions.
+type exampleT struct{ done []func() }
+
+func (*exampleT) Helper()            {}
+func (e *exampleT) Cleanup(f func()) { e.done = append(e.done, f) }
+func (*exampleT) Fatal(args ...any)  { panic(fmt.Sprint(args...)) }
+func (e *exampleT) cleanup() {
+	for i := len(e.done) - 1; i >= 0; i-- {
+		e.done[i]()
+	}
+}
+
+// claimDB opens the stand-in dialector name (version for MySQL) over a
+// recorder answering rows, with lockplugin registered.
+func claimDB(t testHelper, name, version string, rows [][]driver.Value) (*gorm.DB, *recorder) {
+	t.Helper()
+	rec := &recorder{rows: rows}
+	pool := sql.OpenDB(rec)
+	t.Cleanup(func() { _ = pool.Close() })
+	db, err := gorm.Open(&dryrun.Dialector{DialectorName: name, ServerVersion: version}, &gorm.Config{
+		ConnPool: pool, SkipDefaultTransaction: true, DisableAutomaticPing: true, Logger: logger.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(lockplugin.New()); err != nil {
+		t.Fatal(err)
+	}
+	return db, rec
+}
+
+var (
+	queued   = clause.Eq{Column: clause.Column{Name: "state"}, Value: "queued"}
+	twoRows  = [][]driver.Value{{int64(1), "running", int64(7), int64(1)}, {int64(2), "running", int64(7), int64(1)}}
+	setPlain = map[string]any{"state": "running", "Worker": 7}
+	setExpr  = map[string]any{"state": "running", "worker": 7, "attempts": gorm.Expr("attempts + ?", 1)}
+)
+
+// TestClaimSQL: the exact statements Claim sends on each database, and so
+// its round trips: one statement on PostgreSQL, SQLite and SQL Server; a
+// locking SELECT and an UPDATE in one transaction on MySQL, MariaDB and
+// Oracle (plus a read-back when set holds an expression).
+func TestClaimSQL(t *testing.T) {
+	cases := []struct {
+		name, version string
+		set           map[string]any
+		want          []string
+	}{
+		{"postgres", "", setExpr, []string{
+			`UPDATE "jobs" SET "attempts"=attempts + $1,"state"=$2,"worker"=$3 FROM (SELECT "id" FROM "jobs" WHERE ("state" = $4) ORDER BY "id" LIMIT $5 FOR UPDATE SKIP LOCKED) AS "lockplugin_claimed" WHERE "jobs"."id" = "lockplugin_claimed"."id" RETURNING "jobs".* [1 running 7 queued 10]`,
+		}},
+		{"sqlite", "", setPlain, []string{
+			`UPDATE "jobs" SET "state"=?,"worker"=? WHERE "id" IN (SELECT "id" FROM "jobs" WHERE ("state" = ?) ORDER BY "id" LIMIT ?) RETURNING * [running 7 queued 10]`,
+		}},
+		{"sqlserver", "", setExpr, []string{
+			`UPDATE TOP (@p1) [jobs] WITH (UPDLOCK, READPAST, ROWLOCK) SET [attempts]=attempts + @p2,[state]=@p3,[worker]=@p4 OUTPUT INSERTED.* WHERE ([state] = @p5) [10 1 running 7 queued]`,
+		}},
+		{"mysql", "8.0.36", setPlain, []string{
+			"BEGIN",
+			"SELECT * FROM `jobs` WHERE `state` = ? ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED [queued 10]",
+			"UPDATE `jobs` SET `state`=?,`worker`=? WHERE `id` IN (?,?) [running 7 1 2]",
+			"COMMIT",
+		}},
+		{"mysql", "10.11.6-MariaDB", setExpr, []string{
+			"BEGIN",
+			"SELECT * FROM `jobs` WHERE `state` = ? ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED [queued 10]",
+			"UPDATE `jobs` SET `attempts`=attempts + ?,`state`=?,`worker`=? WHERE `id` IN (?,?) [1 running 7 1 2]",
+			"SELECT * FROM `jobs` WHERE `id` IN (?,?) ORDER BY `id` [1 2]",
+			"COMMIT",
+		}},
+		{"oracle", "", setPlain, []string{
+			"BEGIN",
+			`SELECT * FROM "jobs" WHERE "state" = :1 FOR UPDATE SKIP LOCKED [queued]`,
+			`UPDATE "jobs" SET "state"=:1,"worker"=:2 WHERE "id" IN (:3,:4) [running 7 1 2]`,
+			"COMMIT",
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name+c.version, func(t *testing.T) {
+			db, rec := claimDB(t, c.name, c.version, twoRows)
+			jobs, err := lockplugin.Claim[claimJob](t.Context(), db, 10, queued, c.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.statements(); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Fatalf("statements\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(c.want, "\n      "))
+			}
+			if len(jobs) != 2 || jobs[0].ID != 1 || jobs[1].ID != 2 || jobs[0].State != "running" || jobs[1].Worker != 7 {
+				t.Fatalf("claimed %+v", jobs)
+			}
+		})
+	}
+
+	t.Run("Oracle reads n rows of the cursor", func(t *testing.T) {
+		db, rec := claimDB(t, "oracle", "", twoRows)
+		jobs, err := lockplugin.Claim[claimJob](t.Context(), db, 1, nil, setPlain)
+		if err != nil || len(jobs) != 1 || jobs[0].ID != 1 {
+			t.Fatalf("claimed %+v, %v", jobs, err)
+		}
+		if got := rec.statements(); len(got) != 4 || got[1] != `SELECT * FROM "jobs" FOR UPDATE SKIP LOCKED` || !strings.HasSuffix(got[2], `WHERE "id" = :3 [running 7 1]`) {
+			t.Fatalf("statements %q", got)
+		}
+	})
+
+	t.Run("inside a caller's transaction", func(t *testing.T) {
+		db, rec := claimDB(t, "mysql", "8.0.36", twoRows)
+		err := db.Transaction(func(tx *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](t.Context(), tx, 10, queued, setPlain)
+			return err
+		})
+		if got := rec.statements(); err != nil || len(got) != 4 || got[0] != "BEGIN" || got[3] != "COMMIT" {
+			t.Fatalf("one transaction, the caller's: %q, %v", got, err)
+		}
+	})
+
+	t.Run("db.Table and soft delete", func(t *testing.T) {
+		type softJob struct {
+			ID        int64
+			State     string
+			DeletedAt gorm.DeletedAt
+		}
+		db, rec := claimDB(t, "postgres", "", nil)
+		if _, err := lockplugin.Claim[softJob](t.Context(), db.Table("jobs_eu"), 5, nil, map[string]any{"state": "running"}); err != nil {
+			t.Fatal(err)
+		}
+		want := `UPDATE "jobs_eu" SET "state"=$1 FROM (SELECT "id" FROM "jobs_eu" WHERE ("jobs_eu"."deleted_at" IS NULL) ORDER BY "id" LIMIT $2 FOR UPDATE SKIP LOCKED) AS "lockplugin_claimed" WHERE "jobs_eu"."id" = "lockplugin_claimed"."id" RETURNING "jobs_eu".* [running 5]`
+		if got := rec.statements(); len(got) != 1 || got[0] != want {
+			t.Fatalf("statements\n got: %q\nwant: %q", got, want)
+		}
+	})
+}
+
+// TestClaimRefused: arguments no database could run, and databases that
+// cannot claim, fail before any SQL is sent.
+func TestClaimRefused(t *testing.T) {
+	type twoKeys struct {
+		A, B  int64 `gorm:"primaryKey"`
+		State string
+	}
+	type oddTable struct {
+		ID    int64
+		State string
+	}
+	cases := []struct {
+		name, version string
+		run           func(db *gorm.DB) error
+		want          error
+		text          string
+	}{
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 0, nil, setPlain)
+			return err
+		},
+			lockplugin.ErrInvalidClaim, "n is 0"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, nil)
+			return err
+		},
+			lockplugin.ErrInvalidClaim, "set is empty"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, map[string]any{"state; DROP TABLE jobs": 1})
+			return err
+		}, lockplugin.ErrInvalidClaim, "has no column"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, map[string]any{"state": "a", "State": "b"})
+			return err
+		}, lockplugin.ErrInvalidClaim, "set twice"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[twoKeys](context.Background(), db, 1, nil, map[string]any{"state": "x"})
+			return err
+		}, lockplugin.ErrInvalidClaim, "2 primary key columns"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[oddTable](context.Background(), db.Table("jobs-eu"), 1, nil, map[string]any{"state": "x"})
+			return err
+		}, lockplugin.ErrInvalidClaim, "not a plain identifier"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[oddTable](context.Background(), db.Table("jobs j"), 1, nil, map[string]any{"state": "x"})
+			return err
+		}, lockplugin.ErrInvalidClaim, "not one plain table name"},
+		{"mysql", "5.7.44", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
+			return err
+		},
+			lockplugin.ErrUnsupported, "queue claim is not supported on MySQL 5.7.44 (needs MySQL 8.0.1 or later)"},
+		{"mysql", "10.5.23-MariaDB", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
+			return err
+		},
+			lockplugin.ErrUnsupported, "needs MariaDB 10.6.0 or later"},
+		{"clickhouse", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
+			return err
+		},
+			lockplugin.ErrUnsupported, "unknown dialect"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+c.version+"/"+c.text, func(t *testing.T) {
+			db, rec := claimDB(t, c.name, c.version, nil)
+			err := c.run(db)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("want %v containing %q, got %v", c.want, c.text, err)
+			}
+			if got := rec.statements(); len(got) != 0 {
+				t.Fatalf("sent %q", got)
+			}
+		})
+	}
+	t.Run("not registered", func(t *testing.T) {
+		db, err := gorm.Open(&dryrun.Dialector{DialectorName: "postgres"}, &gorm.Config{Logger: logger.Discard, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain); !errors.Is(err, lockplugin.ErrNotRegistered) {
+			t.Fatalf("want ErrNotRegistered, got %v", err)
+		}
+	})
+	t.Run("a cancelled context", func(t *testing.T) {
+		db, rec := claimDB(t, "postgres", "", nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := lockplugin.Claim[claimJob](ctx, db, 1, nil, setPlain); !errors.Is(err, context.Canceled) {
+			t.Fatalf("want context.Canceled, got %v", err)
+		}
+		if got := rec.statements(); len(got) != 0 {
+			t.Fatalf("sent %q", got)
+		}
+	})
+}
