@@ -1,7 +1,16 @@
 package locks
 
 import (
+	"database/sql"
+	"fmt"
+	"sort"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin"
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -44,4 +53,75 @@ func TestClaimQueue(t *testing.T) {
 			t.Fatalf("Claim: %+v", r)
 		}
 	})
+}
+
+// i13ClaimRow has the column types a claim must read back as GORM would:
+// NULL into a plain string, pointers, times, a Scanner, soft delete.
+type i13ClaimRow struct {
+	ID        int64 `gorm:"primaryKey;autoIncrement:false"`
+	State     string
+	Note      string `gorm:"default:null"`
+	Count     *int
+	Due       time.Time
+	Seen      *time.Time
+	Tag       sql.NullString
+	Ratio     float64
+	Flag      bool
+	DeletedAt gorm.DeletedAt
+}
+
+func (i13ClaimRow) TableName() string { return "i13_claim_rows" }
+
+// TestClaimReadsLikeFind: the rows Claim returns equal what GORM's Find
+// reads afterwards, column type by column type; soft-deleted rows are not
+// claimed.
+func TestClaimReadsLikeFind(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		tg.Reset(t, &i13ClaimRow{})
+		ctx := t.Context()
+		three := 3
+		due := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		rows := []i13ClaimRow{
+			{ID: 1, State: "queued", Count: &three, Due: due, Seen: &due, Tag: sql.NullString{String: "x", Valid: true}, Ratio: 0.5, Flag: true},
+			{ID: 2, State: "queued", Due: due},
+			{ID: 3, State: "queued", Due: due},
+		}
+		if err := tg.DB.Create(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.DB.Delete(&i13ClaimRow{}, 3).Error; err != nil {
+			t.Fatal(err)
+		}
+		got, err := lockplugin.Claim[i13ClaimRow](ctx, tg.DB, 10, clause.Eq{Column: clause.Column{Name: "state"}, Value: "queued"},
+			map[string]any{"state": "running"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
+		var want []i13ClaimRow
+		if err := tg.DB.Order("id").Find(&want).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || len(want) != 2 {
+			t.Fatalf("claimed %d rows, Find reads %d; want 2 and 2 (row 3 is soft-deleted)", len(got), len(want))
+		}
+		for i := range want {
+			if g, w := fmt.Sprintf("%+v", deref(got[i])), fmt.Sprintf("%+v", deref(want[i])); g != w {
+				t.Errorf("row %d\nClaim: %s\n Find: %s", want[i].ID, g, w)
+			}
+		}
+	})
+}
+
+// deref prints a row's pointers as their values, and times in UTC.
+func deref(r i13ClaimRow) string {
+	c, s := "nil", "nil"
+	if r.Count != nil {
+		c = fmt.Sprint(*r.Count)
+	}
+	if r.Seen != nil {
+		s = r.Seen.UTC().String()
+	}
+	return fmt.Sprintf("%d %q %q count=%s due=%s seen=%s tag=%v ratio=%v flag=%v deleted=%v",
+		r.ID, r.State, r.Note, c, r.Due.UTC(), s, r.Tag, r.Ratio, r.Flag, r.DeletedAt.Valid)
 }
