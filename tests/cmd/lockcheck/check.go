@@ -21,7 +21,8 @@ type check struct {
 }
 
 // allChecks lists every check lockcheck knows: the database scenarios of
-// scenario.All, then the lease scenarios.
+// scenario.All, the claim and SQLite writer-lock scenarios, then the lease
+// scenarios.
 func allChecks() []check {
 	var cs []check
 	for _, s := range scenario.All() {
@@ -29,6 +30,7 @@ func allChecks() []check {
 			return s.Run(ctx, e.db, cfg)
 		}})
 	}
+	cs = append(cs, claimChecks()...)
 	return append(cs, leaseChecks()...)
 }
 

@@ -20,6 +20,9 @@ import (
 type env struct {
 	// db has lockplugin registered.
 	db *gorm.DB
+	// writerLockDB, on SQLite only, has lockplugin registered with
+	// SQLiteWriterLock.
+	writerLockDB *gorm.DB
 	// dialect is what lockplugin recognised behind db.
 	dialect dialects.Dialect
 	// database is the parsed -dsn.
@@ -97,6 +100,9 @@ func (e *env) openDB(ctx context.Context, workers int) error {
 	e.dialect = dialects.Of(db)
 	if e.dialect.Kind == dialects.SQLite {
 		e.notes = append(e.notes, sqliteNotes(ctx, db)...)
+		if err := e.openWriterLockDB(workers); err != nil {
+			return fail("cannot open", err)
+		}
 	}
 	return nil
 }
@@ -150,9 +156,11 @@ func (e *env) close() {
 	if e.redis != nil {
 		_ = e.redis.Close()
 	}
-	if e.db != nil {
-		if sqlDB, err := e.db.DB(); err == nil {
-			_ = sqlDB.Close()
+	for _, db := range []*gorm.DB{e.writerLockDB, e.db} {
+		if db != nil {
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
 		}
 	}
 	if e.tmpDir != "" {

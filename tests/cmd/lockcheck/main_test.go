@@ -167,6 +167,10 @@ var featureOf = map[string]dialects.Feature{
 	"advisory":    dialects.AdvisoryLock,
 	"capacity":    dialects.CapacityHolds,
 	"lease-sql":   dialects.LeaseTable,
+	"claim":       dialects.QueueClaim,
+	// The SQLite writer-lock scenarios run on SQLite only.
+	"sqlite-for-update":  dialects.WriterLock,
+	"sqlite-skip-locked": dialects.WriterLock,
 }
 
 // withoutRedis is every check that runs without -redis.
