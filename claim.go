@@ -27,7 +27,8 @@ var ErrInvalidClaim = errors.New("lockplugin: invalid claim")
 // claimAlias names the claimed keys in PostgreSQL's UPDATE ... FROM.
 const claimAlias = "lockplugin_claimed"
 
-// Claim claims up to n rows of T's table that match where, sets the
+// Claim claims up to n rows of T's table (or of the one db.Table names)
+// that match where, sets the
 // columns in set on them, and returns them as they are after the update:
 // the work-queue claim. Each row goes to exactly one caller, however many
 // claim at once; rows other callers are claiming are passed over, not
@@ -42,9 +43,10 @@ const claimAlias = "lockplugin_claimed"
 // spliced. set maps columns (database names or T's field names) to values
 // or expressions (gorm.Expr); set must change the rows so that where no
 // longer matches them, or the next claim takes them again. Claim sets
-// exactly those columns: GORM hooks and UpdatedAt are not run. Rows are
-// taken in primary key order where the database lets a claim choose, and
-// come back in no particular order.
+// exactly those columns: GORM hooks and UpdatedAt are not run.
+// Soft-deleted rows (gorm.DeletedAt) are not claimed unless db is
+// Unscoped. Rows are taken in primary key order where the database lets a
+// claim choose, and come back in no particular order.
 //
 // Each database gets the fewest round trips it allows:
 //   - PostgreSQL: one statement, UPDATE ... FROM (SELECT key ... ORDER BY

@@ -34,13 +34,14 @@ const (
 //	})
 //
 // It renders as FOR UPDATE, or as WITH (UPDLOCK, ROWLOCK) after each table
-// on SQL Server; SQLite refuses it with ErrUnsupported.
+// on SQL Server; SQLite refuses it with ErrUnsupported unless the plugin was
+// registered with SQLiteWriterLock.
 func ForUpdate(opts ...LockOption) clause.Expression { return clauses.ForUpdate(opts...) }
 
 // ForShare locks the selected rows against writers while letting other
 // ForShare readers in (FOR SHARE, LOCK IN SHARE MODE on MariaDB and MySQL
-// before 8.0.1, WITH (HOLDLOCK, ROWLOCK) on SQL Server). Oracle and SQLite
-// refuse it with ErrUnsupported.
+// before 8.0.1, WITH (HOLDLOCK, ROWLOCK) on SQL Server). Oracle refuses it
+// with ErrUnsupported, and so does SQLite without SQLiteWriterLock.
 func ForShare(opts ...LockOption) clause.Expression { return clauses.ForShare(opts...) }
 
 // ForNoKeyUpdate is PostgreSQL's FOR NO KEY UPDATE; elsewhere it fails with
@@ -53,7 +54,9 @@ func ForKeyShare(opts ...LockOption) clause.Expression { return clauses.ForKeySh
 
 // Of limits a lock to the named tables or aliases of a query with joins
 // (FOR UPDATE OF on PostgreSQL and MySQL 8; hints on those tables only on
-// SQL Server). Other databases refuse it with ErrUnsupported.
+// SQL Server). Where OF is not supported (MariaDB, MySQL 5.7, Oracle), Of
+// naming the query's one table locks what the lock without it locks and is
+// sent without OF; any other Of there fails with ErrUnsupported.
 func Of(tables ...string) LockOption { return clauses.Of(tables...) }
 
 // NoLock removes any lock (lockplugin's or GORM's clause.Locking) from the

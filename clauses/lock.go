@@ -84,7 +84,9 @@ func (o ofTables) applyLock(l *lock) {
 
 // Of limits the lock to the named tables (or their aliases) of a query
 // with joins: FOR UPDATE OF on PostgreSQL and MySQL 8, and table hints on
-// those tables only on SQL Server. Other databases refuse it with
+// those tables only on SQL Server. Where OF is not supported, Of naming
+// the query's one table (its name, alias, or clause.CurrentTable) is sent
+// without OF, since it locks the same rows; any other Of there fails with
 // ErrUnsupported. Names are quoted, never spliced in as SQL; an empty name,
 // a dotted name or a name with control characters makes the query fail
 // with ErrInvalidLock before anything is sent.
