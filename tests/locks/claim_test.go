@@ -1,14 +1,18 @@
 package locks
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"testing"
 	"time"
 
+	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
 
@@ -124,4 +128,47 @@ func deref(r i13ClaimRow) string {
 	}
 	return fmt.Sprintf("%d %q %q count=%s due=%s seen=%s tag=%v ratio=%v flag=%v deleted=%v",
 		r.ID, r.State, r.Note, c, r.Due.UTC(), s, r.Tag, r.Ratio, r.Flag, r.DeletedAt.Valid)
+}
+
+// sqlRecorder is a gorm.ConnPool that records the statements it is sent
+// and fails them: the exact SQL of a database that cannot run here.
+type sqlRecorder struct{ sent []string }
+
+func (r *sqlRecorder) PrepareContext(context.Context, string) (*sql.Stmt, error) {
+	return nil, errFakePool
+}
+
+func (r *sqlRecorder) ExecContext(_ context.Context, q string, args ...any) (sql.Result, error) {
+	r.sent = append(r.sent, fmt.Sprint(q, args))
+	return nil, errFakePool
+}
+
+func (r *sqlRecorder) QueryContext(_ context.Context, q string, args ...any) (*sql.Rows, error) {
+	r.sent = append(r.sent, fmt.Sprint(q, args))
+	return nil, errFakePool
+}
+
+func (r *sqlRecorder) QueryRowContext(context.Context, string, ...any) *sql.Row { return nil }
+
+// TestClaimSQLServerSQL: the one statement Claim sends through GORM's real
+// SQL Server dialector (live in TestClaimQueue where
+// LOCKPLUGIN_SQLSERVER_DSN is set).
+func TestClaimSQLServerSQL(t *testing.T) {
+	rec := &sqlRecorder{}
+	db, err := gorm.Open(sqlserver.New(sqlserver.Config{Conn: rec}), &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(lockplugin.New()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = lockplugin.Claim[i13BenchJob](t.Context(), db, 10, clause.Eq{Column: clause.Column{Name: "state"}, Value: "queued"},
+		map[string]any{"state": "running", "worker": 3, "claims": gorm.Expr("claims + ?", 1)})
+	if !errors.Is(err, errFakePool) {
+		t.Fatalf("want the pool's error, got %v", err)
+	}
+	want := `UPDATE TOP (@p1) [i13_bench_jobs] WITH (UPDLOCK, READPAST, ROWLOCK) SET [claims]=claims + @p2,[state]=@p3,[worker]=@p4 OUTPUT INSERTED.* WHERE ("state" = @p5)[10 1 running 3 queued]`
+	if len(rec.sent) != 1 || rec.sent[0] != want {
+		t.Fatalf("sent\n%q\nwant\n%q", rec.sent, want)
+	}
 }
