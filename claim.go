@@ -79,10 +79,12 @@ func Claim[T any](ctx context.Context, db *gorm.DB, n int, where clause.Expressi
 	if err != nil {
 		return nil, err
 	}
-	base := db.Session(&gorm.Session{NewDB: true, Context: ctx})
-	if db.Statement.Unscoped {
-		base = base.Unscoped()
+	if err := claimableStatement(db.Statement); err != nil {
+		return nil, err
 	}
+	// A session that keeps db's statement: its Table, Unscoped and
+	// Settings (dbresolver.Use, say) apply to every statement Claim sends.
+	base := db.Session(&gorm.Session{Context: ctx})
 	c, err := newClaim[T](base, table, n, where, set)
 	if err != nil {
 		return nil, err
@@ -134,6 +136,37 @@ type claim struct {
 	// fastScan is set when no field of T needs GORM's own scanning (a
 	// serializer): scanClaimed then fills the rows.
 	fastScan bool
+}
+
+// claimableStatement refuses a db that carries conditions or clauses of
+// its own (db.Where(...), Joins, Select, Clauses): Claim takes its one
+// condition as where, and a condition it dropped would claim rows the
+// caller meant to leave alone.
+func claimableStatement(stmt *gorm.Statement) error {
+	if stmt == nil {
+		return nil
+	}
+	var what []string
+	for name := range stmt.Clauses {
+		what = append(what, name)
+	}
+	if len(stmt.Joins) > 0 {
+		what = append(what, "JOIN")
+	}
+	if len(stmt.Selects) > 0 || len(stmt.Omits) > 0 {
+		what = append(what, "Select/Omit")
+	}
+	if len(stmt.Preloads) > 0 {
+		what = append(what, "Preload")
+	}
+	if stmt.Distinct {
+		what = append(what, "Distinct")
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	sort.Strings(what)
+	return fmt.Errorf("%w: db carries %s of its own; pass Claim's condition as where, on a db without them", ErrInvalidClaim, strings.Join(what, ", "))
 }
 
 // claimTable returns the table db.Table named, or "" for T's own.

@@ -243,6 +243,13 @@ func TestClaimSQL(t *testing.T) {
 		if got := rec.statements(); len(got) != 1 || got[0] != want {
 			t.Fatalf("statements\n got: %q\nwant: %q", got, want)
 		}
+		// Unscoped claims soft-deleted rows too.
+		if _, err := lockplugin.Claim[softJob](t.Context(), db.Unscoped(), 5, nil, map[string]any{"state": "running"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.statements(); len(got) != 2 || strings.Contains(got[1], "deleted_at") {
+			t.Fatalf("Unscoped: %q", got)
+		}
 	})
 }
 
@@ -293,6 +300,14 @@ func TestClaimRefused(t *testing.T) {
 			_, err := lockplugin.Claim[oddTable](context.Background(), db.Table("jobs j"), 1, nil, map[string]any{"state": "x"})
 			return err
 		}, lockplugin.ErrInvalidClaim, "not one plain table name"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db.Where("queue = ?", "emails"), 1, nil, setPlain)
+			return err
+		}, lockplugin.ErrInvalidClaim, "db carries WHERE of its own"},
+		{"postgres", "", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db.Joins("JOIN queues q ON q.id = jobs.queue_id").Select("jobs.*"), 1, nil, setPlain)
+			return err
+		}, lockplugin.ErrInvalidClaim, "db carries JOIN, Select/Omit of its own"},
 		{"mysql", "5.7.44", func(db *gorm.DB) error {
 			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
 			return err
