@@ -172,3 +172,38 @@ func TestClaimSQLServerSQL(t *testing.T) {
 		t.Fatalf("sent\n%q\nwant\n%q", rec.sent, want)
 	}
 }
+
+// TestClaimInCallersTransaction: inside a caller's transaction Claim's
+// rows stay claimed only if it commits; while it is open, another Claim
+// passes them over (SKIP LOCKED; SQLite's one writer makes the other wait
+// instead, so it is not raced there).
+func TestClaimInCallersTransaction(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		tg.Reset(t, &i13BenchJob{})
+		ctx := liveContext(t)
+		jobs := []i13BenchJob{{ID: 1, State: "queued"}, {ID: 2, State: "queued"}, {ID: 3, State: "queued"}}
+		if err := tg.DB.Create(&jobs).Error; err != nil {
+			t.Fatal(err)
+		}
+		queued := clause.Eq{Column: clause.Column{Name: "state"}, Value: "queued"}
+		set := map[string]any{"state": "running"}
+		tx := begin(t, ctx, tg.DB)
+		mine, err := lockplugin.Claim[i13BenchJob](ctx, tx, 2, queued, set)
+		if err != nil || len(mine) != 2 {
+			t.Fatalf("claim in the transaction: %d rows, %v", len(mine), err)
+		}
+		if !tg.Is(dialects.SQLite) {
+			other, err := lockplugin.Claim[i13BenchJob](ctx, tg.DB, 10, queued, set)
+			if err != nil || len(other) != 1 || other[0].ID == mine[0].ID || other[0].ID == mine[1].ID {
+				t.Fatalf("another claim while the transaction is open: %+v, %v; want only the third job", other, err)
+			}
+		}
+		if err := tx.Rollback().Error; err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := tg.DB.Model(&i13BenchJob{}).Where("state = ?", "queued").Where("id IN ?", []int64{mine[0].ID, mine[1].ID}).Count(&n).Error; err != nil || n != 2 {
+			t.Fatalf("after the rollback %d of the 2 jobs are queued again, %v", n, err)
+		}
+	})
+}
