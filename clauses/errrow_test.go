@@ -4,7 +4,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // TestErrRow: the *sql.Row made for a refused Row() reports exactly the
@@ -25,7 +27,16 @@ func TestErrRow(t *testing.T) {
 			t.Fatalf("Err: want %v, got nil", err)
 		}
 	}
+	before := runtime.NumGoroutine()
 	for i := 0; i < 1000; i++ {
 		_ = errRow(ErrInvalidLock).Scan()
+	}
+	// Each pool's opener goroutine ends soon after Close.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+10 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+10 {
+		t.Fatalf("%d goroutines after 1000 refused rows, %d before", n, before)
 	}
 }
