@@ -154,7 +154,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Scenarios (for -only):")
 	for _, c := range allChecks() {
-		fmt.Fprintf(w, "  %-12s %s\n", c.id, c.title)
+		fmt.Fprintf(w, "  %-19s %s\n", c.id, c.title)
 	}
 }
 
