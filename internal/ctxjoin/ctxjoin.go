@@ -29,6 +29,12 @@ func Contexts(ctx, other context.Context) (context.Context, context.CancelFunc) 
 		return ctx, func() {}
 	}
 	joined, cancel := context.WithCancelCause(ctx)
+	if other.Err() != nil {
+		// AfterFunc would cancel from another goroutine, a moment later:
+		// a context that has already ended must show at once.
+		cancel(context.Cause(other))
+		return joined, func() { cancel(context.Canceled) }
+	}
 	stop := context.AfterFunc(other, func() { cancel(context.Cause(other)) })
 	cancelDeadline := func() {}
 	if dl, ok := other.Deadline(); ok {

@@ -74,3 +74,13 @@ func withContext(ctx context.Context) *gorm.DB {
 }
 
 type valueKey struct{}
+
+func TestJoinOfAnEndedContextIsDoneAtOnce(t *testing.T) {
+	dbCtx, cancelDB := context.WithCancel(context.Background())
+	cancelDB()
+	joined, cancel := Join(context.Background(), withContext(dbCtx))
+	defer cancel()
+	if !errors.Is(joined.Err(), context.Canceled) {
+		t.Fatalf("Err() right after Join = %v, want context.Canceled", joined.Err())
+	}
+}
