@@ -30,6 +30,7 @@ type Plugin struct {
 
 type config struct {
 	allowOutsideTransaction bool
+	strictVersion           bool
 }
 
 // Option configures the plugin.
@@ -61,5 +62,5 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction}); err != nil {
 		return err
 	}
-	return version.Register(db)
+	return version.Register(db, version.Config{Strict: p.cfg.strictVersion})
 }

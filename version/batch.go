@@ -1,13 +1,48 @@
 package version
 
 import (
+	"fmt"
+	"math/rand/v2"
+
 	"github.com/lockplugin/lockplugin/internal/plugin"
 	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/dialects"
 )
 
-// savepointName is the savepoint a statement that guards several rows
-// runs behind inside a transaction.
-const savepointName = "lockplugin_version"
+// newSavepoint names a savepoint: unique, because MySQL replaces an older
+// savepoint of the same name, which would break a nested one (a guarded
+// batch inside a FullSaveAssociations save inside a caller's savepoint).
+func newSavepoint() string { return fmt.Sprintf("lockplugin_version_%x", rand.Uint64()) }
+
+// savepoint opens a savepoint on db's transaction.
+func savepoint(db *gorm.DB, name string) error {
+	return db.Session(&gorm.Session{NewDB: true}).SavePoint(name).Error
+}
+
+// endSavepoint rolls back to the savepoint (undo) and releases it, so that
+// a caller's long transaction does not pile up open savepoints: on
+// PostgreSQL more than 64 of them overflow the subtransaction cache and
+// slow every later statement. SQL Server has no RELEASE; its savepoints
+// end with the transaction.
+func endSavepoint(db *gorm.DB, name string, undo bool) error {
+	if undo {
+		if err := db.Session(&gorm.Session{NewDB: true}).RollbackTo(name).Error; err != nil {
+			return err
+		}
+	}
+	if dialects.Of(db).Kind == dialects.SQLServer {
+		return nil
+	}
+	// RELEASE is sent on the transaction itself, as GORM sends SAVEPOINT:
+	// MySQL cannot prepare it.
+	pool := db.Statement.ConnPool
+	if p, ok := pool.(*gorm.PreparedStmtTX); ok {
+		pool = p.Tx
+	}
+	_, err := pool.ExecContext(db.Statement.Context, "RELEASE SAVEPOINT "+name)
+	return err
+}
 
 // beginBatch makes a statement that guards several rows all or nothing on
 // its own: behind a savepoint inside a transaction (GORM's default one or
@@ -19,11 +54,12 @@ func beginBatch(db *gorm.DB, st *state) {
 		return
 	}
 	if plugin.InTransaction(db.Statement.ConnPool) {
-		if err := db.Session(&gorm.Session{NewDB: true}).SavePoint(savepointName).Error; err != nil {
+		name := newSavepoint()
+		if err := savepoint(db, name); err != nil {
 			db.AddError(err)
 			return
 		}
-		st.savepoint = true
+		st.savepoint = name
 		return
 	}
 	tx := db.Session(&gorm.Session{NewDB: true}).Begin()
@@ -35,11 +71,12 @@ func beginBatch(db *gorm.DB, st *state) {
 	db.Statement.ConnPool = tx.Statement.ConnPool
 }
 
-// endBatch undoes (undo) or keeps what the statement wrote.
+// endBatch undoes (undo) or keeps what the statement wrote, and ends the
+// savepoint or the transaction beginBatch opened.
 func endBatch(db *gorm.DB, st *state, undo bool) {
 	switch {
-	case st.savepoint && undo:
-		db.AddError(db.Session(&gorm.Session{NewDB: true}).RollbackTo(savepointName).Error)
+	case st.savepoint != "":
+		db.AddError(endSavepoint(db, st.savepoint, undo))
 	case st.pool != nil:
 		if txc, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 			if undo {
@@ -50,5 +87,5 @@ func endBatch(db *gorm.DB, st *state, undo bool) {
 		}
 		db.Statement.ConnPool = st.pool
 	}
-	st.savepoint, st.pool = false, nil
+	st.savepoint, st.pool = "", nil
 }

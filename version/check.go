@@ -32,12 +32,17 @@ func check(db *gorm.DB) {
 		removeCond(stmt)
 	}
 
-	if db.Error == nil && !db.DryRun && st.guarded && db.RowsAffected < int64(len(st.rows)) {
+	written := true
+	if db.Error == nil && !db.DryRun && st.guarded && db.RowsAffected < want(st) {
 		endBatch(db, st, true)
-		db.AddError(conflict(db, st))
+		err := conflict(db, st)
+		db.AddError(err)
+		// Strict's zero-version guard that found no row is GORM's own
+		// update of nothing: no error, and Save goes on to insert.
+		written = false
 	}
 	endBatch(db, st, db.Error != nil)
-	if db.Error == nil && !db.DryRun && st.loaded && (st.op == opUpdate || st.bumped) {
+	if written && db.Error == nil && !db.DryRun && st.loaded && (st.op == opUpdate || st.bumped) {
 		setVersions(stmt, st.field, st.rows, 1)
 	}
 }
@@ -63,4 +68,13 @@ func removeCond(stmt *gorm.Statement) {
 	}
 	c.Expression = clause.Where{Exprs: exprs}
 	stmt.Clauses["WHERE"] = c
+}
+
+// want is how many rows a guarded statement must match: every row it
+// guards by key, at least one when the caller's conditions pick them.
+func want(st *state) int64 {
+	if st.byCond {
+		return 1
+	}
+	return int64(len(st.rows))
 }

@@ -25,8 +25,8 @@ func loadedModel(stmt *gorm.Statement, f *schema.Field) ([]row, bool) {
 // guardDelete runs just before gorm:delete and adds the version condition
 // to the DELETE (or to the soft delete's UPDATE) of a loaded model. A soft
 // delete also increments the version (see softDeleteBump).
-func guardDelete(db *gorm.DB) {
-	st := prepare(db, opDelete)
+func (g *guard) guardDelete(db *gorm.DB) {
+	st := g.prepare(db, opDelete)
 	if st == nil {
 		return
 	}
@@ -35,6 +35,15 @@ func guardDelete(db *gorm.DB) {
 		if rows, ok := loadedModel(stmt, f); ok {
 			st.rows, st.loaded = rows, true
 		}
+	}
+	if !st.loaded && g.strict && !skipped(stmt) && len(st.rows) > 0 {
+		// Strict: a keyed model without a version deletes only a row at
+		// version 0; any other row is refused with ErrZeroVersion.
+		keyed := true
+		for _, r := range st.rows {
+			keyed = keyed && r.keyed
+		}
+		st.zero, st.loaded = keyed, keyed
 	}
 	rows, loaded := st.rows, st.loaded
 	if loaded && !skipped(stmt) {

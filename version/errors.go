@@ -19,6 +19,15 @@ var ErrConcurrency = errors.New("lockplugin: concurrent modification")
 // plugin with db.Use(lockplugin.New()).
 var ErrNotRegistered = plugin.ErrNotRegistered
 
+// ErrZeroVersion is matched by errors.Is when, with Strict set (the root
+// package's StrictVersion option), an update or delete of a versioned model
+// whose primary key is set but whose version is zero finds its row: the
+// caller did not say which version it read (a struct decoded from a request
+// without its version, for example), and the write would have overwritten
+// the row unguarded. Nothing was written; send the version the row was
+// read at. It is not an ErrConcurrency: retrying cannot help.
+var ErrZeroVersion = errors.New("lockplugin: versioned write without a version")
+
 // ConcurrencyError reports a guarded write that matched no row.
 type ConcurrencyError struct {
 	// Entity is the stale model as it was passed to GORM (the pointer given

@@ -19,6 +19,7 @@ type row struct {
 	entity  any           // what ConcurrencyError.Entity reports
 	version Version       // the version it was loaded with
 	pk      []any
+	keyed   bool // every primary key field is non-zero
 	// also is a second struct that carries the row's version, when the
 	// version came from the values given to Updates rather than from the
 	// model (see loadedDest); it gets the new version too.
@@ -36,10 +37,15 @@ type state struct {
 	// withKey: the rows were found where GORM does not take its primary
 	// key condition from, so the guard brings the key itself.
 	withKey bool
+	// byCond: the version came from the values of an update whose model
+	// has no primary key; the caller's conditions pick the row.
+	byCond bool
+	// zero: Strict guards a keyed model without a version by version 0.
+	zero    bool
 	userSet *clause.Clause
 	// A statement guarding several rows runs behind a savepoint, or in a
 	// transaction of its own whose pool is kept here.
-	savepoint bool
+	savepoint string
 	pool      gorm.ConnPool
 }
 
@@ -61,7 +67,7 @@ type versionCond struct {
 // withKey) "((table.id = ? AND table.version = ?) OR ...)".
 func (c versionCond) Build(b clause.Builder) {
 	col := clause.Column{Table: clause.CurrentTable, Name: c.field.DBName}
-	if len(c.rows) == 1 && !c.withKey {
+	if len(c.rows) == 1 && (!c.withKey || c.rows[0].pk == nil) {
 		clause.Eq{Column: col, Value: int64(c.rows[0].version)}.Build(b)
 		return
 	}
@@ -147,14 +153,14 @@ func rowOf(stmt *gorm.Statement, f *schema.Field, e, s reflect.Value) (row, bool
 	default:
 		r.entity = s.Interface()
 	}
-	loaded := v != 0 && len(stmt.Schema.PrimaryFields) > 0
+	r.keyed = len(stmt.Schema.PrimaryFields) > 0
 	r.pk = make([]any, len(stmt.Schema.PrimaryFields))
 	for i, pf := range stmt.Schema.PrimaryFields {
 		pv, zero := pf.ValueOf(stmt.Context, s)
 		r.pk[i] = pv
-		loaded = loaded && !zero
+		r.keyed = r.keyed && !zero
 	}
-	return r, loaded, nil
+	return r, r.keyed && v != 0, nil
 }
 
 // setVersions writes each row's version plus delta into the models that
@@ -191,7 +197,7 @@ func ofModelType(stmt *gorm.Statement, v any) (reflect.Value, bool) {
 // prepare finds the version field of a statement and the rows it writes.
 // It returns nil when there is nothing to guard: an earlier error (or one it
 // added), raw SQL, or a model without a version.
-func prepare(db *gorm.DB, op opKind) *state {
+func (g *guard) prepare(db *gorm.DB, op opKind) *state {
 	stmt := db.Statement
 	if db.Error != nil || stmt.Schema == nil || stmt.SQL.Len() > 0 {
 		return nil
@@ -204,6 +210,7 @@ func prepare(db *gorm.DB, op opKind) *state {
 	if f == nil {
 		return nil
 	}
+	g.learn(db)
 	rows, loaded, err := collect(stmt, f)
 	if err != nil {
 		db.AddError(err)

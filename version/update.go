@@ -1,6 +1,7 @@
 package version
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -12,11 +13,13 @@ import (
 )
 
 // bump is "version = table.version + 1".
-func bump(f *schema.Field) clause.Assignment {
+func bump(f *schema.Field) clause.Assignment { return bumpColumn(f.DBName) }
+
+func bumpColumn(col string) clause.Assignment {
 	return clause.Assignment{
-		Column: clause.Column{Name: f.DBName},
+		Column: clause.Column{Name: col},
 		Value: clause.Expr{SQL: "? + 1", Vars: []interface{}{
-			clause.Column{Table: clause.CurrentTable, Name: f.DBName},
+			clause.Column{Table: clause.CurrentTable, Name: col},
 		}},
 	}
 }
@@ -76,20 +79,29 @@ func loadedDest(stmt *gorm.Statement, f *schema.Field, model row) (row, bool, bo
 }
 
 // guardUpdate runs just before gorm:update. It builds the assignments GORM
-// would send, replaces any assignment to the version column by the
-// increment, and for a loaded model adds the version condition.
-func guardUpdate(db *gorm.DB) {
-	st := prepare(db, opUpdate)
+// would send, takes the version the caller supplied (the Model's, or the
+// one in the values given to Updates: a struct field, or a map key under
+// the column or the field name), replaces any assignment to the version
+// column by the increment, and adds the version condition.
+func (g *guard) guardUpdate(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || stmt.SQL.Len() > 0 {
+		return
+	}
+	if stmt.Schema == nil {
+		g.guardTable(db)
+		return
+	}
+	st := g.prepare(db, opUpdate)
 	if st == nil {
 		return
 	}
-	stmt, f := db.Statement, st.field
+	f := st.field
 	if !st.loaded && len(st.rows) == 1 {
 		if r, keyFromDest, ok := loadedDest(stmt, f, st.rows[0]); ok {
 			st.rows, st.loaded, st.withKey = []row{r}, true, keyFromDest
 		}
 	}
-	rows, loaded := st.rows, st.loaded
 	var set clause.Set
 	if c, ok := stmt.Clauses["SET"]; ok {
 		s, ok := c.Expression.(clause.Set)
@@ -115,18 +127,117 @@ func guardUpdate(db *gorm.DB) {
 		// ConvertToAssignments copied the assigned values into the model,
 		// the version included; the model keeps the version it was loaded
 		// with until the write succeeds.
-		setVersions(stmt, f, rows, 0)
+		setVersions(stmt, f, st.rows, 0)
+	}
+	if !g.supplied(db, st, set) {
+		return
 	}
 	stmt.AddClause(clause.Set(withBump(set, f)))
-	if loaded && !skipped(stmt) {
+	if st.loaded && !skipped(stmt) {
 		st.guarded = true
 		// With a SET of the caller's own, GORM adds no primary key
 		// condition: the guard brings it, so that it never updates every
 		// row that happens to be at the same version.
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{versionCond{field: f, rows: rows, withKey: st.userSet != nil || st.withKey}}})
-		if len(rows) > 1 {
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{versionCond{field: f, rows: st.rows, withKey: st.userSet != nil || st.withKey}}})
+		if len(st.rows) > 1 {
 			beginBatch(db, st)
 		}
 	}
 	stmt.Clauses[stateKey] = clause.Clause{Expression: st}
+}
+
+// supplied makes a version the caller put in the values of the update a
+// guard: db.Model(&Book{}).Where("id = ?", id).Updates(Book{Version: 1}),
+// db.Model(&Book{ID: id}).Updates(map[string]any{"version": 1}) and the
+// generics API's Updates(ctx, Book{Version: 1}) write only a row still at
+// version 1. Rows with a primary key are guarded by key and version; a
+// model without one by the caller's conditions and the version (a write
+// that then matches no row is a conflict). Under Strict, a model with a
+// primary key and no version is guarded by version zero. It returns false
+// when it added an error.
+func (g *guard) supplied(db *gorm.DB, st *state, set clause.Set) bool {
+	stmt, f := db.Statement, st.field
+	v, err := versionInSet(set, f)
+	if err != nil {
+		db.AddError(err)
+		return false
+	}
+	if v != 0 {
+		for _, r := range st.rows {
+			if r.version != 0 && r.version != v {
+				db.AddError(fmt.Errorf("%w: lockplugin: the update of %s carries two versions, %d (the model) and %d (the values); send the one the row was read at",
+					gorm.ErrInvalidData, stmt.Schema.Name, r.version, v))
+				return false
+			}
+		}
+	}
+	if st.loaded || skipped(stmt) || len(st.rows) == 0 {
+		return true
+	}
+	keyed := len(stmt.Schema.PrimaryFields) > 0
+	for _, r := range st.rows {
+		keyed = keyed && r.keyed
+	}
+	switch {
+	case v != 0 && keyed:
+		for i := range st.rows {
+			st.rows[i].version = v
+		}
+		st.loaded = true
+	case v != 0 && len(st.rows) == 1:
+		if !hasConditions(stmt) && !db.AllowGlobalUpdate {
+			db.AddError(gorm.ErrMissingWhereClause)
+			return false
+		}
+		r := &st.rows[0]
+		r.version, r.pk, st.byCond, st.loaded = v, nil, true, true
+		if dv, ok := ofModelType(stmt, stmt.Dest); ok && dv.Kind() == reflect.Struct && stmt.Dest != stmt.Model {
+			r.entity, r.also = stmt.Dest, dv
+		}
+	case v == 0 && keyed && g.strict:
+		st.zero, st.loaded = true, true
+	}
+	return true
+}
+
+// versionInSet returns the version an assignment of the SET gives the
+// version column, 0 when none does (or it assigns an expression, which the
+// increment replaces).
+func versionInSet(set clause.Set, f *schema.Field) (Version, error) {
+	for _, a := range set {
+		if a.Column.Name != f.DBName || (a.Column.Table != "" && a.Column.Table != clause.CurrentTable && a.Column.Table != f.Schema.Table) {
+			continue
+		}
+		switch x := a.Value.(type) {
+		case nil, clause.Expression, clause.Expr:
+			return 0, nil
+		case float64:
+			if x != float64(int64(x)) {
+				return 0, fmt.Errorf("%w: lockplugin: %s.%s must be an integer, got %v", gorm.ErrInvalidData, f.Schema.Name, f.Name, x)
+			}
+			return Version(x), nil
+		case json.Number:
+			n, err := x.Int64()
+			if err != nil {
+				return 0, fmt.Errorf("%w: lockplugin: %s.%s must be an integer, got %q", gorm.ErrInvalidData, f.Schema.Name, f.Name, x)
+			}
+			return Version(n), nil
+		}
+		if n, ok := asInt64(a.Value); ok {
+			return Version(n), nil
+		}
+		return 0, fmt.Errorf("%w: lockplugin: %s.%s must be an integer, got a %T", gorm.ErrInvalidData, f.Schema.Name, f.Name, a.Value)
+	}
+	return 0, nil
+}
+
+// hasConditions is GORM's own test for an UPDATE without conditions, made
+// before the guard adds one of its own.
+func hasConditions(stmt *gorm.Statement) bool {
+	c, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return false
+	}
+	w, ok := c.Expression.(clause.Where)
+	return ok && len(w.Exprs) > 0
 }
