@@ -70,9 +70,12 @@ func (g *guard) learn(db *gorm.DB) {
 // write is refused: without a model there is nothing to guard it with.
 func (g *guard) guardTable(db *gorm.DB) {
 	stmt := db.Statement
-	table := strings.Trim(stmt.Table, "`\"[]")
-	if stmt.TableExpr != nil && !strings.EqualFold(strings.TrimSpace(stmt.TableExpr.SQL), table) {
-		return // an expression GORM did not reduce to a table name
+	table := stmt.Table
+	// Table(name) sets TableExpr to the quoted name; anything else (an
+	// alias, a join, a schema-qualified name) is not a table this
+	// *gorm.DB has seen by that name.
+	if stmt.TableExpr != nil && strings.Trim(stmt.TableExpr.SQL, "`\"[]") != table {
+		return
 	}
 	col, ok := g.tables.lookup(table)
 	if !ok {
