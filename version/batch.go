@@ -3,6 +3,7 @@ package version
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/lockplugin/lockplugin/internal/plugin"
 	"gorm.io/gorm"
@@ -40,7 +41,9 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	if p, ok := pool.(*gorm.PreparedStmtTX); ok {
 		pool = p.Tx
 	}
-	_, err := pool.ExecContext(db.Statement.Context, "RELEASE SAVEPOINT "+name)
+	query, begin := "RELEASE SAVEPOINT "+name, time.Now()
+	_, err := pool.ExecContext(db.Statement.Context, query)
+	db.Logger.Trace(db.Statement.Context, begin, func() (string, int64) { return query, 0 }, err)
 	return err
 }
 

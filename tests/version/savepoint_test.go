@@ -1,0 +1,145 @@
+package version_test
+
+// Issue 11: the savepoints behind guarded multi-row writes inside a
+// caller's transaction are released after use.
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sqlLog is a GORM logger that keeps the statements sent.
+type sqlLog struct {
+	mu   sync.Mutex
+	sqls []string
+}
+
+func (l *sqlLog) LogMode(logger.LogLevel) logger.Interface      { return l }
+func (l *sqlLog) Info(context.Context, string, ...interface{})  {}
+func (l *sqlLog) Warn(context.Context, string, ...interface{})  {}
+func (l *sqlLog) Error(context.Context, string, ...interface{}) {}
+func (l *sqlLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	s, _ := fc()
+	l.mu.Lock()
+	l.sqls = append(l.sqls, s)
+	l.mu.Unlock()
+}
+
+func (l *sqlLog) count(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.sqls {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// Every savepoint a guarded batch (a multi-row Update, a slice Save)
+// opens inside the caller's transaction is released, after success and
+// after a conflict, and the transaction goes on.
+func TestBatchSavepointsAreReleased(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		log := &sqlLog{}
+		db := tg.DB.WithContext(ctxOf(t)).Session(&gorm.Session{Logger: log})
+		tg.Reset(t, &ShapeBook{})
+		books := []ShapeBook{{Title: "a"}, {Title: "b"}}
+		require.NoError(t, db.Create(&books).Error)
+
+		const n = 100
+		err := db.Transaction(func(tx *gorm.DB) error {
+			for i := 0; i < n; i++ {
+				if err := tx.Model(&books).Update("pages", i).Error; err != nil {
+					return err
+				}
+			}
+			stale := []ShapeBook{books[0], books[1]}
+			stale[1].Version--
+			requireStale(t, tx.Model(&stale).Update("pages", -1).Error, "update", books[1].Version-1, books[1].Version, false)
+			return tx.Save(&books).Error
+		})
+		require.NoError(t, err, "the transaction goes on after the released savepoints")
+		opened := log.count("SAVEPOINT lockplugin_version_")
+		released := log.count("RELEASE SAVEPOINT lockplugin_version_")
+		t.Logf("%s: %d savepoints opened, %d released", tg.Name, opened, released)
+		assert.EqualValues(t, n+2, opened, "one per batch: %d Updates, the conflict, the slice Save", n)
+		if tg.Is(dialects.SQLServer) {
+			assert.Zero(t, released, "SQL Server has no RELEASE")
+		} else {
+			assert.EqualValues(t, opened, released, "every savepoint released")
+		}
+		assert.EqualValues(t, n+2, load[ShapeBook](t, db, books[0].ID).Version)
+	})
+}
+
+// BenchmarkBatchSavepoints: the 1st and the 100th guarded two-row Update in
+// one PostgreSQL transaction, and, as the baseline in the same run, the
+// same writes behind GORM's nested Transaction, which never releases its
+// savepoints. Each op is one transaction; only the measured write is timed.
+func BenchmarkBatchSavepoints(b *testing.B) {
+	tg := testdb.Get(b, testdb.Postgres)
+	tg.Reset(b, &ShapeBook{})
+	books := []ShapeBook{{Title: "a"}, {Title: "b"}}
+	if err := tg.DB.Create(&books).Error; err != nil {
+		b.Fatal(err)
+	}
+	for _, nth := range []int{1, 100} {
+		for _, how := range []string{"lockplugin", "baseline=gorm-nested-transaction"} {
+			b.Run(how+"/write="+map[int]string{1: "1st", 100: "100th"}[nth], func(b *testing.B) {
+				write := func(tx *gorm.DB, i int) error {
+					if how == "lockplugin" {
+						return tx.Model(&books).Update("pages", i).Error
+					}
+					return tx.Transaction(func(sp *gorm.DB) error {
+						for j := range books {
+							if err := sp.Model(&PlainShape{}).Where("id = ?", books[j].ID).Update("pages", i).Error; err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				b.StopTimer()
+				for i := 0; i < b.N; i++ {
+					tx := tg.DB.Begin()
+					for k := 1; k < nth; k++ {
+						if err := write(tx, k); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					err := write(tx, nth)
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					tx.Rollback()
+					books[0].Version, books[1].Version = 1, 1
+				}
+			})
+		}
+	}
+}
+
+// PlainShape is i11_books without the version, for the baseline's plain
+// GORM writes.
+type PlainShape struct {
+	ID    uint
+	Title string
+	Pages int
+}
+
+func (PlainShape) TableName() string { return "i11_books" }
