@@ -11,7 +11,7 @@ import (
 // Model(&loaded)) and the Model is loaded: GORM then deletes the Model's
 // row, by its key, so the Model's version guards the delete.
 func loadedModel(stmt *gorm.Statement, f *schema.Field) ([]row, bool) {
-	if stmt.Model == nil || stmt.Model == stmt.Dest || !stmt.ReflectValue.CanAddr() {
+	if stmt.Model == nil || sameValue(stmt.Model, stmt.Dest) || !stmt.ReflectValue.CanAddr() {
 		return nil, false
 	}
 	rv, ok := ofModelType(stmt, stmt.Model)

@@ -218,3 +218,28 @@ func (g *guard) prepare(db *gorm.DB, op opKind) *state {
 	}
 	return &state{op: op, field: f, rows: rows, loaded: loaded}
 }
+
+// sameValue reports whether a and b, the Model and the Dest of a
+// statement, are the same value, without comparing two structs with ==
+// (which panics for a struct holding a slice or a map, as the generics
+// API's Updates(ctx, T{...}) passes them). Pointers, maps and slices are
+// the same when they point to the same data; two uncomparable values of
+// one type are taken to be the same, because GORM sets a missing Model to
+// the Dest.
+func sameValue(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Type() != vb.Type() {
+		return false
+	}
+	switch va.Kind() {
+	case reflect.Ptr, reflect.Map, reflect.Slice:
+		return va.Pointer() == vb.Pointer()
+	}
+	if va.Comparable() {
+		return a == b
+	}
+	return true
+}

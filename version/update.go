@@ -54,7 +54,7 @@ func withBump(set []clause.Assignment, f *schema.Field) []clause.Assignment {
 // at guards the update instead of being dropped. The primary key is the
 // Model's, or the values' when the Model has none.
 func loadedDest(stmt *gorm.Statement, f *schema.Field, model row) (row, bool, bool) {
-	if stmt.Dest == nil || stmt.Dest == stmt.Model || len(stmt.Schema.PrimaryFields) == 0 {
+	if stmt.Dest == nil || sameValue(stmt.Dest, stmt.Model) || len(stmt.Schema.PrimaryFields) == 0 {
 		return row{}, false, false
 	}
 	dv, ok := ofModelType(stmt, stmt.Dest)
@@ -191,7 +191,7 @@ func (g *guard) supplied(db *gorm.DB, st *state, set clause.Set) bool {
 		}
 		r := &st.rows[0]
 		r.version, r.pk, st.byCond, st.loaded = v, nil, true, true
-		if dv, ok := ofModelType(stmt, stmt.Dest); ok && dv.Kind() == reflect.Struct && stmt.Dest != stmt.Model {
+		if dv, ok := ofModelType(stmt, stmt.Dest); ok && dv.Kind() == reflect.Struct && !sameValue(stmt.Dest, stmt.Model) {
 			r.entity, r.also = stmt.Dest, dv
 		}
 	case v == 0 && keyed && g.strict:
