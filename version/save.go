@@ -146,6 +146,19 @@ func saveEach(db *gorm.DB) {
 		}
 		elems[i] = elem{ptr: ptr, value: e, version: v, newRow: newRow}
 	}
+	// GORM's own slice (and FullSaveAssociations) upsert writes the
+	// update time of every element; the Saves below skip the hooks that
+	// would, because the surrounding Create already ran them.
+	if _, track := stmt.Settings.Load("gorm:update_track_time"); track {
+		now := db.NowFunc()
+		for _, el := range elems {
+			for _, uf := range stmt.Schema.Fields {
+				if uf.AutoUpdateTime > 0 {
+					db.AddError(uf.Set(stmt.Context, el.value, now))
+				}
+			}
+		}
+	}
 
 	var total int64
 	run := func(tx *gorm.DB) error {

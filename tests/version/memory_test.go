@@ -5,6 +5,7 @@ package version_test
 
 import (
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -166,5 +167,39 @@ func TestUpsertReportsTheRowsVersion(t *testing.T) {
 		up.Title = "after"
 		require.NoError(t, db.Save(&up).Error)
 		assert.EqualValues(t, 4, up.Version)
+	})
+}
+
+// TimedBook has GORM's update time.
+type TimedBook struct {
+	ID        uint
+	Title     string
+	UpdatedAt time.Time
+	lockplugin.Version
+}
+
+func (TimedBook) TableName() string { return "i11_timed_books" }
+
+// A guarded slice Save writes the update time, as GORM's own slice Save
+// does, in the row and in the structs.
+func TestSliceSaveWritesUpdateTime(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		tg.Reset(t, &TimedBook{})
+		old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+		books := []TimedBook{{Title: "a"}, {Title: "b"}}
+		require.NoError(t, db.Create(&books).Error)
+		require.NoError(t, db.Model(&TimedBook{}).Where("id IN ?", []uint{books[0].ID, books[1].ID}).UpdateColumn("updated_at", old).Error)
+		books[0] = load[TimedBook](t, db, books[0].ID)
+		books[1] = load[TimedBook](t, db, books[1].ID)
+
+		books[0].Title = "a2"
+		require.NoError(t, db.Save(&books).Error)
+		for i, b := range books {
+			row := load[TimedBook](t, db, b.ID)
+			assert.True(t, row.UpdatedAt.After(old), "row %d: updated_at %v not moved", i, row.UpdatedAt)
+			assert.True(t, b.UpdatedAt.After(old), "struct %d", i)
+			assert.EqualValues(t, row.Version, b.Version)
+		}
 	})
 }
