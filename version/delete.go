@@ -36,6 +36,16 @@ func (g *guard) guardDelete(db *gorm.DB) {
 			st.rows, st.loaded = rows, true
 		}
 	}
+	if !st.loaded && !skipped(stmt) && len(st.rows) == 1 && !st.rows[0].keyed && st.rows[0].version != 0 {
+		// db.Where("id = ?", id).Delete(&Book{Version: v}): the version
+		// the caller carries guards the delete, with the caller's
+		// conditions picking the row.
+		if !hasConditions(stmt) && !db.AllowGlobalUpdate {
+			db.AddError(gorm.ErrMissingWhereClause)
+			return
+		}
+		st.rows[0].pk, st.byCond, st.loaded = nil, true, true
+	}
 	if !st.loaded && g.strict && !skipped(stmt) && len(st.rows) > 0 {
 		// Strict: a keyed model without a version deletes only a row at
 		// version 0; any other row is refused with ErrZeroVersion.

@@ -367,3 +367,24 @@ func requireStale(t *testing.T, err error, op string, read, current lockplugin.V
 	assert.EqualValues(t, deleted, ce.Deleted)
 	return ce
 }
+
+// Delete with the version in the struct and the key in the condition is
+// guarded the same way.
+func TestSuppliedVersionDelete(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		tg.Reset(t, &ShapeBook{})
+		b := seedAt2(t, db)
+		requireStale(t, db.Where("id = ?", b.ID).Delete(&ShapeBook{Version: 1}).Error, "delete", 1, 2, false)
+		requireStale(t, db.Delete(&ShapeBook{Version: 1}, b.ID).Error, "delete", 1, 2, false)
+		assert.EqualValues(t, "theirs", load[ShapeBook](t, db, b.ID).Title, "the row is still there")
+		require.ErrorIs(t, db.Delete(&ShapeBook{Version: 2}).Error, gorm.ErrMissingWhereClause)
+
+		res := db.Where("id = ?", b.ID).Delete(&ShapeBook{Version: 2})
+		require.NoError(t, res.Error)
+		assert.EqualValues(t, 1, res.RowsAffected)
+		var n int64
+		require.NoError(t, db.Model(&ShapeBook{}).Count(&n).Error)
+		assert.Zero(t, n)
+	})
+}
