@@ -203,3 +203,48 @@ func TestSliceSaveWritesUpdateTime(t *testing.T) {
 		}
 	})
 }
+
+// BTAuthor and BTPost: a versioned belongs-to.
+type BTAuthor struct {
+	ID   uint
+	Name string
+	lockplugin.Version
+}
+
+func (BTAuthor) TableName() string { return "i11_bt_authors" }
+
+type BTPost struct {
+	ID       uint
+	Title    string
+	AuthorID *uint
+	Author   *BTAuthor
+	lockplugin.Version
+}
+
+func (BTPost) TableName() string { return "i11_bt_posts" }
+
+// The association write that cannot keep the struct in sync: GORM's
+// Association(...).Delete (and Clear, and Replace's clean-up) updates the
+// owner, or the children, by condition on a fresh model, never through
+// the struct the association was opened on. The row's version moves, so
+// the struct is stale and its next write is ErrConcurrency: safe (nothing
+// is lost), but the struct must be read again.
+func TestAssociationDeleteLeavesTheOwnerStale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		tg.Reset(t, &BTAuthor{}, &BTPost{})
+		p := BTPost{Title: "p", Author: &BTAuthor{Name: "a"}}
+		require.NoError(t, db.Create(&p).Error)
+		require.NoError(t, db.Model(&p).Association("Author").Delete(p.Author))
+		row := load[BTPost](t, db, p.ID)
+		assert.Nil(t, row.AuthorID)
+		assert.EqualValues(t, 2, row.Version, "the owner's row moved")
+		assert.EqualValues(t, 1, p.Version, "GORM's struct did not: the documented limit")
+
+		p.Title = "stale"
+		requireConflict(t, db.Save(&p).Error, &p, "update", 1, 2, false)
+		p = load[BTPost](t, db, p.ID)
+		p.Title = "re-read"
+		require.NoError(t, db.Save(&p).Error)
+	})
+}
