@@ -3,7 +3,11 @@ package version
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"time"
+
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/internal/plugin"
 	"gorm.io/gorm"
@@ -52,11 +56,21 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 // the caller's), in a transaction of its own otherwise
 // (SkipDefaultTransaction). On a conflict the rows it did match are put
 // back before they are read again to say which row was stale.
+//
+// On PostgreSQL inside a transaction it opens no savepoint: every
+// subtransaction that writes takes an XID of its own, which stays in the
+// backend's cache of 64 until the transaction ends, released or not, and
+// past 64 every later statement pays for the overflow. It locks the rows
+// the statement guards first instead (see lockFirst).
 func beginBatch(db *gorm.DB, st *state) {
 	if db.DryRun {
 		return
 	}
 	if plugin.InTransaction(db.Statement.ConnPool) {
+		if dialects.Of(db).Kind == dialects.Postgres {
+			lockFirst(db, st)
+			return
+		}
 		name := newSavepoint()
 		if err := savepoint(db, name); err != nil {
 			db.AddError(err)
@@ -91,4 +105,57 @@ func endBatch(db *gorm.DB, st *state, undo bool) {
 		db.Statement.ConnPool = st.pool
 	}
 	st.savepoint, st.pool = "", nil
+}
+
+// lockFirst reads the rows a guarded multi-row statement will write with
+// the statement's own conditions and FOR UPDATE. When all of them are
+// there at their versions they stay so (locked) until the transaction
+// ends, so the statement that follows matches every one of them and
+// needs nothing to undo; when one is missing the statement is not sent
+// and the conflict is reported, nothing written. Under READ COMMITTED a
+// row locked after waiting for a concurrent writer is checked again at its
+// newest version; under REPEATABLE READ that case is PostgreSQL's
+// serialization failure, which RetryOnConflict retries.
+func lockFirst(db *gorm.DB, st *state) {
+	stmt := db.Statement
+	q := db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
+		Model(reflect.New(stmt.Schema.ModelType).Interface())
+	q.Statement.Table, q.Statement.TableExpr = stmt.Table, stmt.TableExpr
+	if stmt.Unscoped {
+		q = q.Unscoped()
+	}
+	if c, ok := stmt.Clauses["WHERE"]; ok {
+		if w, ok := c.Expression.(clause.Where); ok {
+			q.Statement.AddClause(clause.Where{Exprs: w.Exprs})
+		}
+	}
+	var discard []map[string]interface{}
+	built := q.Select(stmt.Schema.PrimaryFieldDBNames).Find(&discard)
+	if built.Error != nil {
+		db.AddError(built.Error)
+		return
+	}
+	query, vars := built.Statement.SQL.String()+" FOR UPDATE", built.Statement.Vars
+	begin := time.Now()
+	n := int64(0)
+	rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, vars...)
+	if err == nil {
+		for rows.Next() {
+			n++
+		}
+		err = rows.Err()
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}
+	db.Logger.Trace(stmt.Context, begin, func() (string, int64) { return db.Dialector.Explain(query, vars...), n }, err)
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	if n < want(st) {
+		// A stale row: gorm:update (or gorm:delete) sends nothing after an
+		// error, and check finds the statement failed.
+		db.AddError(conflict(db, st))
+	}
 }
