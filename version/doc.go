@@ -50,5 +50,7 @@
 // Save of a slice saves each element with its own guarded statement, all
 // or nothing; so does a FullSaveAssociations save of loaded associations,
 // which GORM would otherwise send as an upsert that overwrites newer rows.
-// The savepoints these open inside a caller's transaction are released.
+// The savepoints these open inside a caller's transaction are released; on
+// PostgreSQL a guarded multi-row UPDATE or DELETE inside a transaction
+// opens none, and locks its rows first instead.
 package version
