@@ -334,3 +334,51 @@ func TestUserSetClause(t *testing.T) {
 		t.Errorf("\n got: %s\nwant: %s", got, want)
 	}
 }
+
+// A version in the values guards an update by condition; a table write
+// the *gorm.DB knows is versioned increments it.
+func TestSQLSuppliedAndTable(t *testing.T) {
+	db := open(t, "postgres", false)
+	for _, c := range []struct {
+		name string
+		run  func(db *gorm.DB) *gorm.DB
+		want string
+	}{
+		// First: nothing has taught db the table yet.
+		{"table before the model was seen", func(db *gorm.DB) *gorm.DB {
+			return db.Table("books").Where("id = ?", 7).Update("title", "t")
+		}, `UPDATE "books" SET "title"=$1 WHERE id = $2 [t 7]`},
+		{"PATCH", func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Book{}).Where("id = ?", 7).Updates(Book{Title: "t", Version: 2})
+		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE id = $2 AND "books"."version" = $3 [t 7 2]`},
+		{"JSON merge", func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Book{ID: 7}).Updates(map[string]any{"Title": "t", "Version": float64(2)})
+		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE "id" = $2 AND "books"."version" = $3 [t 7 2]`},
+		{"two versions", func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Book{ID: 7, Version: 3}).Updates(map[string]any{"version": 2})
+		}, `error: unsupported data: lockplugin: the update of Book carries two versions, 3 (the model) and 2 (the values); send the one the row was read at`},
+		{"table after", func(db *gorm.DB) *gorm.DB {
+			db.First(&Book{}) // teaches db the table
+			return db.Table("books").Where("id = ?", 7).Update("title", "t")
+		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE id = $2 [t 7]`},
+		{"table write of the version", func(db *gorm.DB) *gorm.DB {
+			return db.Table("books").Where("id = ?", 7).Update("version", 1)
+		}, `error: unsupported data: lockplugin: the UPDATE of table books writes its version column version, which GORM cannot check without a model; use db.Model(&T{}) instead of db.Table("books") so that the version guards the write`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := sqlOf(c.run(db)); got != c.want {
+				t.Errorf("\n got: %s\nwant: %s", got, c.want)
+			}
+		})
+	}
+}
+
+// The table memory belongs to one registration: a new *gorm.DB starts
+// without it.
+func TestTablesArePerDB(t *testing.T) {
+	a, b := open(t, "postgres", false), open(t, "postgres", false)
+	a.First(&Book{})
+	if got := sqlOf(b.Table("books").Where("id = ?", 7).Update("title", "t")); strings.Contains(got, "version") {
+		t.Errorf("a second *gorm.DB learnt the table from the first: %s", got)
+	}
+}
