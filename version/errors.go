@@ -67,6 +67,9 @@ func (e *ConcurrencyError) Error() string {
 	switch {
 	case e.reread != nil:
 		fmt.Fprintf(&b, "; the row has changed or been deleted since (re-reading it failed: %v)", e.reread)
+	case e.Deleted && len(e.PrimaryKey) == 0:
+		// Guarded by the caller's conditions: no row matches them now.
+		b.WriteString("; no row matches the statement's conditions: it has been deleted since, or the conditions name no row")
 	case e.Deleted:
 		b.WriteString("; the row has been deleted since")
 	case e.Current == e.Version:
