@@ -32,14 +32,18 @@ var ErrZeroVersion = errors.New("lockplugin: versioned write without a version")
 type ConcurrencyError struct {
 	// Entity is the stale model as it was passed to GORM (the pointer given
 	// to Save, Model or Delete; for a slice Save, a pointer to the stale
-	// element). Its version is the one it was loaded with.
+	// element; for a version given in the values of Updates, the struct
+	// given to Updates, or the Model when the values are a map). Its
+	// version is the one it was loaded with.
 	Entity any
 	// Op is "update" or "delete".
 	Op string
 	// Table is the table written to.
 	Table string
 	// PrimaryKey holds the primary key values of the stale row, in the
-	// order of the model's primary key fields.
+	// order of the model's primary key fields (for a write guarded by the
+	// caller's conditions, the key of the row they match now; nil when
+	// they match none).
 	PrimaryKey []any
 	// Version is the version the model was loaded with.
 	Version Version
