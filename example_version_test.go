@@ -80,3 +80,33 @@ func ExampleVersion_json() {
 	fmt.Println(string(out))
 	// Output: {"ID":1,"Owner":"ann","Balance":5,"Version":3}
 }
+
+// A PATCH handler: the client sends back the version it read, and the
+// update happens only if the row is still at that version.
+func ExampleVersion_patch() {
+	var db *gorm.DB // opened with your dialector, then db.Use(lockplugin.New())
+	var patch struct {
+		Owner   string
+		Version lockplugin.Version
+	}
+	_ = json.Unmarshal([]byte(`{"Owner":"ann","Version":3}`), &patch)
+
+	err := db.Model(&Account{}).Where("id = ?", 1).
+		Updates(Account{Owner: patch.Owner, Version: patch.Version}).Error
+	if errors.Is(err, lockplugin.ErrConcurrency) {
+		log.Print("409 Conflict: the account changed since version 3")
+	}
+}
+
+// StrictVersion refuses a keyed struct without its version (decoded from a
+// request that left it out) instead of overwriting the row unguarded.
+func ExampleStrictVersion() {
+	var db *gorm.DB // opened with your dialector
+	if err := db.Use(lockplugin.New(lockplugin.StrictVersion())); err != nil {
+		log.Fatal(err)
+	}
+	err := db.Save(&Account{ID: 1, Owner: "no version sent"}).Error
+	if errors.Is(err, lockplugin.ErrZeroVersion) {
+		log.Print("400 Bad Request: send the version you read")
+	}
+}

@@ -31,6 +31,7 @@ type Plugin struct {
 type config struct {
 	allowOutsideTransaction bool
 	sqliteWriterLock        bool
+	strictVersion           bool
 }
 
 // Option configures the plugin.
@@ -62,5 +63,5 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction, SQLiteWriterLock: p.cfg.sqliteWriterLock}); err != nil {
 		return err
 	}
-	return version.Register(db)
+	return version.Register(db, version.Config{Strict: p.cfg.strictVersion})
 }

@@ -24,6 +24,11 @@ type Version = version.Version
 // Nothing was written; read the row again and retry (RetryOnConflict does).
 var ErrConcurrency = version.ErrConcurrency
 
+// ErrZeroVersion is matched by errors.Is when, under StrictVersion, an
+// update or delete of a versioned model with a primary key but no version
+// finds its row. Nothing was written; send the version the row was read at.
+var ErrZeroVersion = version.ErrZeroVersion
+
 // ConcurrencyError is the error of a stale write: errors.As gives the stale
 // model (Entity), the table, the primary key, the version it was read at,
 // and whether the row has since changed (Current) or been deleted (Deleted).

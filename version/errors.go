@@ -19,18 +19,31 @@ var ErrConcurrency = errors.New("lockplugin: concurrent modification")
 // plugin with db.Use(lockplugin.New()).
 var ErrNotRegistered = plugin.ErrNotRegistered
 
+// ErrZeroVersion is matched by errors.Is when, with Strict set (the root
+// package's StrictVersion option), an update or delete of a versioned model
+// whose primary key is set but whose version is zero finds its row: the
+// caller did not say which version it read (a struct decoded from a request
+// without its version, for example), and the write would have overwritten
+// the row unguarded. Nothing was written; send the version the row was
+// read at. It is not an ErrConcurrency: retrying cannot help.
+var ErrZeroVersion = errors.New("lockplugin: versioned write without a version")
+
 // ConcurrencyError reports a guarded write that matched no row.
 type ConcurrencyError struct {
 	// Entity is the stale model as it was passed to GORM (the pointer given
 	// to Save, Model or Delete; for a slice Save, a pointer to the stale
-	// element). Its version is the one it was loaded with.
+	// element; for a version given in the values of Updates, the struct
+	// given to Updates, or the Model when the values are a map). Its
+	// version is the one it was loaded with.
 	Entity any
 	// Op is "update" or "delete".
 	Op string
 	// Table is the table written to.
 	Table string
 	// PrimaryKey holds the primary key values of the stale row, in the
-	// order of the model's primary key fields.
+	// order of the model's primary key fields (for a write guarded by the
+	// caller's conditions, the key of the row they match now; nil when
+	// they match none).
 	PrimaryKey []any
 	// Version is the version the model was loaded with.
 	Version Version
@@ -58,6 +71,9 @@ func (e *ConcurrencyError) Error() string {
 	switch {
 	case e.reread != nil:
 		fmt.Fprintf(&b, "; the row has changed or been deleted since (re-reading it failed: %v)", e.reread)
+	case e.Deleted && len(e.PrimaryKey) == 0:
+		// Guarded by the caller's conditions: no row matches them now.
+		b.WriteString("; no row matches the statement's conditions: it has been deleted since, or the conditions name no row")
 	case e.Deleted:
 		b.WriteString("; the row has been deleted since")
 	case e.Current == e.Version:

@@ -8,15 +8,25 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
-	"gorm.io/gorm/schema"
+
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
 // reread reads the version row r holds now, on the connection (and in the
-// transaction) the failed write used, so that a read replica's lag or a
-// snapshot cannot mislead it. found is false when the row no longer exists,
-// or is soft-deleted (unless the write was Unscoped). It runs only after a guarded write has failed.
-func reread(db *gorm.DB, f *schema.Field, r row) (cur Version, found bool, err error) {
-	stmt := db.Statement
+// transaction) the failed write used, so that a read replica's lag cannot
+// mislead it; found is false when the row no longer exists, or is
+// soft-deleted (unless the write was Unscoped). A row guarded by the
+// caller's conditions (st.byCond) is found by those conditions, and its
+// primary key is returned too. It runs only after a guarded write failed.
+//
+// Inside a transaction on MySQL and MariaDB the read is a locking read
+// (LOCK IN SHARE MODE): a plain SELECT there reads the transaction's
+// REPEATABLE READ snapshot, which still shows the row as it was before the
+// newer write (or the delete) that made the guard fail. PostgreSQL (READ
+// COMMITTED) and SQLite (one writer) read the latest committed row anyway.
+func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, err error) {
+	stmt, f := db.Statement, st.field
 	// GORM renders the query, soft-delete scope included, without sending
 	// it; it is then sent on the failed statement's own connection.
 	q := db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
@@ -25,16 +35,32 @@ func reread(db *gorm.DB, f *schema.Field, r row) (cur Version, found bool, err e
 	if stmt.Unscoped {
 		q = q.Unscoped()
 	}
-	conds := make([]clause.Expression, len(stmt.Schema.PrimaryFields))
-	for i, pf := range stmt.Schema.PrimaryFields {
-		conds[i] = clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: pf.DBName}, Value: r.pk[i]}
+	cols := []string{f.DBName}
+	if r.pk != nil {
+		conds := make([]clause.Expression, len(stmt.Schema.PrimaryFields))
+		for i, pf := range stmt.Schema.PrimaryFields {
+			conds[i] = clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: pf.DBName}, Value: r.pk[i]}
+		}
+		q = q.Where(clause.And(conds...))
+	} else {
+		// The caller's own conditions, the guard's taken out by check.
+		if c, ok := stmt.Clauses["WHERE"]; ok {
+			if w, ok := c.Expression.(clause.Where); ok {
+				q.Statement.AddClause(clause.Where{Exprs: w.Exprs})
+			}
+		}
+		cols = append(cols, stmt.Schema.PrimaryFieldDBNames...)
+		q = q.Limit(1)
 	}
 	var discard []map[string]interface{}
-	built := q.Select(f.DBName).Where(clause.And(conds...)).Find(&discard)
+	built := q.Select(cols).Find(&discard)
 	if built.Error != nil {
-		return 0, false, built.Error
+		return 0, nil, false, built.Error
 	}
 	query, vars := built.Statement.SQL.String(), built.Statement.Vars
+	if k := dialects.Of(db).Kind; (k == dialects.MySQL || k == dialects.MariaDB) && plugin.InTransaction(stmt.ConnPool) {
+		query += " LOCK IN SHARE MODE"
+	}
 
 	begin := time.Now()
 	defer func() {
@@ -48,15 +74,27 @@ func reread(db *gorm.DB, f *schema.Field, r row) (cur Version, found bool, err e
 	}()
 	rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, vars...)
 	if err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
-		return 0, false, rows.Err()
+		return 0, nil, false, rows.Err()
 	}
 	var v sql.NullInt64
-	if err := rows.Scan(&v); err != nil {
-		return 0, false, err
+	dest := []any{&v}
+	var keys []reflect.Value
+	if r.pk == nil {
+		for _, pf := range stmt.Schema.PrimaryFields {
+			k := reflect.New(pf.IndirectFieldType)
+			keys = append(keys, k)
+			dest = append(dest, k.Interface())
+		}
 	}
-	return Version(v.Int64), true, rows.Err()
+	if err := rows.Scan(dest...); err != nil {
+		return 0, nil, false, err
+	}
+	for _, k := range keys {
+		pk = append(pk, k.Elem().Interface())
+	}
+	return Version(v.Int64), pk, true, rows.Err()
 }

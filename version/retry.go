@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 	"github.com/lockplugin/lockplugin/internal/plugin"
 
 	"gorm.io/gorm"
@@ -42,6 +43,9 @@ const (
 // matches ErrConcurrency). Between attempts it waits a random time that
 // grows with each attempt, up to 50 ms, or until ctx is done.
 //
+// It stops when either ctx or db's own context (db.WithContext) is done,
+// before the next attempt: a context already done runs fn not at all.
+//
 // db must not be inside a transaction: a retry has to begin a new one to
 // see the newer row (under MySQL's REPEATABLE READ a savepoint would read
 // the same snapshot again).
@@ -59,8 +63,22 @@ func RetryOnConflict(ctx context.Context, db *gorm.DB, attempts int, fn func(tx 
 	if plugin.InTransaction(db.Statement.ConnPool) {
 		return errors.New("lockplugin: RetryOnConflict: db is inside a transaction; pass a *gorm.DB outside it, since each attempt must begin a new transaction to see the newer row")
 	}
+	// The call ends when ctx or db's own context (db.WithContext) ends.
+	// Join cancels the joined context from another goroutine, so an
+	// already-done db context is checked here as well: it stops the call
+	// before fn ever runs.
+	dbctx := db.Statement.Context
+	ctx, cancel := ctxjoin.Join(ctx, db)
+	defer cancel()
 	var err error
 	for n := 0; n < attempts; n++ {
+		if dbctx != nil && dbctx.Err() != nil {
+			cerr := context.Cause(dbctx)
+			if err == nil {
+				return cerr
+			}
+			return fmt.Errorf("lockplugin: RetryOnConflict stopped after %d attempts: %w (last error: %v)", n, cerr, err)
+		}
 		if n > 0 {
 			if werr := pause(ctx, n); werr != nil {
 				return fmt.Errorf("lockplugin: RetryOnConflict stopped after %d attempts: %w (last error: %v)", n, werr, err)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
@@ -15,7 +18,7 @@ import (
 // overwriting it, and turns Save of a slice (which GORM sends as one upsert
 // that would overwrite newer rows) into one guarded statement per row, all
 // or nothing.
-func createWith(create func(*gorm.DB)) func(*gorm.DB) {
+func (g *guard) createWith(create func(*gorm.DB)) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
 		if db.Error != nil || stmt.Schema == nil || stmt.SQL.Len() > 0 {
@@ -31,9 +34,10 @@ func createWith(create func(*gorm.DB)) func(*gorm.DB) {
 			create(db)
 			return
 		}
+		g.learn(db)
 		if c, ok := stmt.Clauses["ON CONFLICT"]; ok {
 			if oc, ok := c.Expression.(clause.OnConflict); ok && !oc.DoNothing {
-				if isGuardedSave(stmt, f, oc) {
+				if g.isGuardedSave(stmt, f, oc) {
 					saveEach(db)
 					return
 				}
@@ -43,6 +47,11 @@ func createWith(create func(*gorm.DB)) func(*gorm.DB) {
 					return
 				}
 				create(db)
+				// The upsert may have updated rows that existed: give the
+				// models the version their rows now hold.
+				if db.Error == nil && !db.DryRun {
+					syncVersions(db, f)
+				}
 				return
 			}
 		}
@@ -59,7 +68,7 @@ func createWith(create func(*gorm.DB)) func(*gorm.DB) {
 // gorm:update_track_time), and, with FullSaveAssociations, the save of a
 // model's associations (an ON CONFLICT ... UpdateAll create of a struct or
 // a slice). Under SkipVersionCheck it is left to GORM's upsert.
-func isGuardedSave(stmt *gorm.Statement, f *schema.Field, oc clause.OnConflict) bool {
+func (g *guard) isGuardedSave(stmt *gorm.Statement, f *schema.Field, oc clause.OnConflict) bool {
 	if skipped(stmt) {
 		return false
 	}
@@ -78,7 +87,9 @@ func isGuardedSave(stmt *gorm.Statement, f *schema.Field, oc clause.OnConflict) 
 		return true // saveEach reports it
 	}
 	for _, r := range rows {
-		if r.version != 0 {
+		// Under Strict, a keyed row without a version is saved by its own
+		// Save too, which refuses it when its row exists.
+		if r.version != 0 || (g.strict && r.keyed) {
 			return true
 		}
 	}
@@ -135,6 +146,19 @@ func saveEach(db *gorm.DB) {
 		}
 		elems[i] = elem{ptr: ptr, value: e, version: v, newRow: newRow}
 	}
+	// GORM's own slice (and FullSaveAssociations) upsert writes the
+	// update time of every element; the Saves below skip the hooks that
+	// would, because the surrounding Create already ran them.
+	if _, track := stmt.Settings.Load("gorm:update_track_time"); track {
+		now := db.NowFunc()
+		for _, el := range elems {
+			for _, uf := range stmt.Schema.Fields {
+				if uf.AutoUpdateTime > 0 {
+					db.AddError(uf.Set(stmt.Context, el.value, now))
+				}
+			}
+		}
+	}
 
 	var total int64
 	run := func(tx *gorm.DB) error {
@@ -166,6 +190,17 @@ func saveEach(db *gorm.DB) {
 	var err error
 	if _, ok := db.InstanceGet("gorm:started_transaction"); ok {
 		err = run(db) // GORM rolls its transaction back on error
+	} else if plugin.InTransaction(stmt.ConnPool) {
+		// Inside the caller's transaction: behind a savepoint of its own,
+		// released afterwards (GORM's nested Transaction never releases
+		// its savepoints).
+		name := newSavepoint()
+		if err = savepoint(db, name); err == nil {
+			err = run(db)
+			if serr := endSavepoint(db, name, err != nil); err == nil {
+				err = serr
+			}
+		}
 	} else {
 		err = db.Session(&gorm.Session{NewDB: true}).Transaction(run)
 	}
@@ -209,6 +244,84 @@ func bumpOnConflict(db *gorm.DB, f *schema.Field, oc clause.OnConflict) {
 			return
 		}
 	}
-	oc.DoUpdates = clause.Set(withBump(oc.DoUpdates, f))
+	oc.DoUpdates = upsertBump(db, oc.DoUpdates, f)
 	stmt.AddClause(oc)
+}
+
+// upsertBump returns an upsert's DO UPDATE assignments with the version's
+// replaced by an increment. When every other assignment takes the inserted
+// row's value (the AssignmentColumns of an UpdateAll, or GORM's save of a
+// has-one or has-many association, which writes only the foreign key), the
+// version is incremented only if one of those columns changes, so that a
+// Save of a Post with its unchanged, preloaded Comments leaves the
+// comments' versions alone. The increment comes first: MySQL evaluates
+// ON DUPLICATE KEY UPDATE assignments left to right, on the new values.
+func upsertBump(db *gorm.DB, set clause.Set, f *schema.Field) clause.Set {
+	kind := dialects.Of(db).Kind
+	var cols []string
+	for _, a := range set {
+		if a.Column.Name == f.DBName {
+			continue
+		}
+		c, ok := a.Value.(clause.Column)
+		if !ok || c.Table != "excluded" || c.Name != a.Column.Name || c.Raw {
+			cols = nil
+			break
+		}
+		cols = append(cols, c.Name)
+	}
+	switch kind {
+	case dialects.Postgres, dialects.SQLite, dialects.MySQL, dialects.MariaDB:
+	default:
+		cols = nil
+	}
+	if len(cols) == 0 {
+		return clause.Set(withBump(set, f))
+	}
+	rest := withBump(set, f)
+	out := make(clause.Set, 0, len(rest))
+	out = append(out, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: changedBump{kind: kind, version: f.DBName, cols: cols}})
+	for _, a := range rest {
+		if a.Column.Name != f.DBName {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// changedBump is "CASE WHEN every column is unchanged THEN version ELSE
+// version + 1 END" in an upsert's DO UPDATE.
+type changedBump struct {
+	kind    dialects.Kind
+	version string
+	cols    []string
+}
+
+// Build writes the CASE with the dialect's null-safe equality and its name
+// for the inserted row's value.
+func (c changedBump) Build(b clause.Builder) {
+	b.WriteString("CASE WHEN ")
+	for i, col := range c.cols {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: col})
+		switch c.kind {
+		case dialects.MySQL, dialects.MariaDB:
+			b.WriteString(" <=> VALUES(")
+			b.WriteQuoted(clause.Column{Name: col})
+			b.WriteString(")")
+		case dialects.SQLite:
+			b.WriteString(" IS ")
+			b.WriteQuoted(clause.Column{Table: "excluded", Name: col})
+		default:
+			b.WriteString(" IS NOT DISTINCT FROM ")
+			b.WriteQuoted(clause.Column{Table: "excluded", Name: col})
+		}
+	}
+	b.WriteString(" THEN ")
+	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.version})
+	b.WriteString(" ELSE ")
+	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.version})
+	b.WriteString(" + 1 END")
 }

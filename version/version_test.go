@@ -54,7 +54,7 @@ func open(t *testing.T, dialect string, bare bool) *gorm.DB {
 	}
 	db.Config.NowFunc = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
 	if !bare {
-		if err := version.Register(db); err != nil {
+		if err := version.Register(db, version.Config{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,9 +86,11 @@ func TestSQL(t *testing.T) {
 			},
 		},
 		{
+			// The map's version is the same as the Model's (a different one
+			// is refused before any SQL, see TestTwoVersionsRefused).
 			name: "Updates map, named column",
 			run: func(db *gorm.DB) *gorm.DB {
-				return db.Model(&Invoice{ID: 7, Rev: 2}).Updates(map[string]any{"amount": 5, "lock_version": 99})
+				return db.Model(&Invoice{ID: 7, Rev: 2}).Updates(map[string]any{"amount": 5, "lock_version": 2})
 			},
 			want: map[string]string{
 				"postgres": `UPDATE "invoices" SET "amount"=$1,"lock_version"="invoices"."lock_version" + 1 WHERE "id" = $2 AND "invoices"."lock_version" = $3 [5 7 2]`,
@@ -143,7 +145,9 @@ func TestSQL(t *testing.T) {
 				return db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&Book{ID: 7, Title: "t"})
 			},
 			want: map[string]string{
-				"postgres": `INSERT INTO "books" ("title","version","id") VALUES ($1,$2,$3) ON CONFLICT ("id") DO UPDATE SET "title"="excluded"."title","version"="books"."version" + 1 [t 1 7]`,
+				// The version moves only when a column changes, so that an
+				// upsert that changes nothing leaves it alone.
+				"postgres": `INSERT INTO "books" ("title","version","id") VALUES ($1,$2,$3) ON CONFLICT ("id") DO UPDATE SET "version"=CASE WHEN "books"."title" IS NOT DISTINCT FROM "excluded"."title" THEN "books"."version" ELSE "books"."version" + 1 END,"title"="excluded"."title" [t 1 7]`,
 			},
 		},
 		{
@@ -298,7 +302,7 @@ func TestConcurrencyErrorMessages(t *testing.T) {
 }
 
 func TestRegister(t *testing.T) {
-	if err := version.Register(nil); err == nil {
+	if err := version.Register(nil, version.Config{}); err == nil {
 		t.Error("Register(nil) succeeded")
 	}
 	db := open(t, "postgres", false)
@@ -328,5 +332,53 @@ func TestUserSetClause(t *testing.T) {
 	want := `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE ("books"."id" = $2 AND "books"."version" = $3) [y 7 2]`
 	if got := sqlOf(tx); got != want {
 		t.Errorf("\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// A version in the values guards an update by condition; a table write
+// the *gorm.DB knows is versioned increments it.
+func TestSQLSuppliedAndTable(t *testing.T) {
+	db := open(t, "postgres", false)
+	for _, c := range []struct {
+		name string
+		run  func(db *gorm.DB) *gorm.DB
+		want string
+	}{
+		// First: nothing has taught db the table yet.
+		{"table before the model was seen", func(db *gorm.DB) *gorm.DB {
+			return db.Table("books").Where("id = ?", 7).Update("title", "t")
+		}, `UPDATE "books" SET "title"=$1 WHERE id = $2 [t 7]`},
+		{"PATCH", func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Book{}).Where("id = ?", 7).Updates(Book{Title: "t", Version: 2})
+		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE id = $2 AND "books"."version" = $3 [t 7 2]`},
+		{"JSON merge", func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Book{ID: 7}).Updates(map[string]any{"Title": "t", "Version": float64(2)})
+		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE "id" = $2 AND "books"."version" = $3 [t 7 2]`},
+		{"two versions", func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Book{ID: 7, Version: 3}).Updates(map[string]any{"version": 2})
+		}, `error: unsupported data: lockplugin: the update of Book carries two versions, 3 (the model) and 2 (the values); send the one the row was read at`},
+		{"table after", func(db *gorm.DB) *gorm.DB {
+			db.First(&Book{}) // teaches db the table
+			return db.Table("books").Where("id = ?", 7).Update("title", "t")
+		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE id = $2 [t 7]`},
+		{"table write of the version", func(db *gorm.DB) *gorm.DB {
+			return db.Table("books").Where("id = ?", 7).Update("version", 1)
+		}, `error: unsupported data: lockplugin: the UPDATE of table books writes its version column version, which GORM cannot check without a model; use db.Model(&T{}) instead of db.Table("books") so that the version guards the write`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := sqlOf(c.run(db)); got != c.want {
+				t.Errorf("\n got: %s\nwant: %s", got, c.want)
+			}
+		})
+	}
+}
+
+// The table memory belongs to one registration: a new *gorm.DB starts
+// without it.
+func TestTablesArePerDB(t *testing.T) {
+	a, b := open(t, "postgres", false), open(t, "postgres", false)
+	a.First(&Book{})
+	if got := sqlOf(b.Table("books").Where("id = ?", 7).Update("title", "t")); strings.Contains(got, "version") {
+		t.Errorf("a second *gorm.DB learnt the table from the first: %s", got)
 	}
 }

@@ -290,11 +290,11 @@ var wantSQL = map[string]map[string][2]string{
 	},
 	"upsert": {
 		"postgres": {
-			"INSERT INTO \"ver_books\" (\"title\",\"pages\",\"version\",\"id\") VALUES ($1,$2,$3,$4) ON CONFLICT (\"id\") DO UPDATE SET \"title\"=\"excluded\".\"title\",\"pages\"=\"excluded\".\"pages\",\"version\"=\"ver_books\".\"version\" + 1 RETURNING \"id\"",
+			"INSERT INTO \"ver_books\" (\"title\",\"pages\",\"version\",\"id\") VALUES ($1,$2,$3,$4) ON CONFLICT (\"id\") DO UPDATE SET \"version\"=CASE WHEN \"ver_books\".\"title\" IS NOT DISTINCT FROM \"excluded\".\"title\" AND \"ver_books\".\"pages\" IS NOT DISTINCT FROM \"excluded\".\"pages\" THEN \"ver_books\".\"version\" ELSE \"ver_books\".\"version\" + 1 END,\"title\"=\"excluded\".\"title\",\"pages\"=\"excluded\".\"pages\" RETURNING \"id\"",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 		"mysql": {
-			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON DUPLICATE KEY UPDATE `title`=VALUES(`title`),`pages`=VALUES(`pages`),`version`=`ver_books`.`version` + 1",
+			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON DUPLICATE KEY UPDATE `version`=CASE WHEN `ver_books`.`title` <=> VALUES(`title`) AND `ver_books`.`pages` <=> VALUES(`pages`) THEN `ver_books`.`version` ELSE `ver_books`.`version` + 1 END,`title`=VALUES(`title`),`pages`=VALUES(`pages`)",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 		"sqlserver": {
@@ -302,7 +302,7 @@ var wantSQL = map[string]map[string][2]string{
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 		"sqlite": {
-			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON CONFLICT (`id`) DO UPDATE SET `title`=`excluded`.`title`,`pages`=`excluded`.`pages`,`version`=`ver_books`.`version` + 1 RETURNING `id`",
+			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON CONFLICT (`id`) DO UPDATE SET `version`=CASE WHEN `ver_books`.`title` IS `excluded`.`title` AND `ver_books`.`pages` IS `excluded`.`pages` THEN `ver_books`.`version` ELSE `ver_books`.`version` + 1 END,`title`=`excluded`.`title`,`pages`=`excluded`.`pages` RETURNING `id`",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 	},

@@ -156,8 +156,9 @@ var updatePaths = []updatePath{
 		return db.Omit("version").Save(b).Error
 	}},
 	{name: "Updates map naming the version", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
-		// The assignment to the version is replaced by the increment.
-		return db.Model(b).Updates(map[string]any{"title": title, "version": 99}).Error
+		// The map's version guards the write, with the Model's (they must
+		// agree); the assignment to it is replaced by the increment.
+		return db.Model(b).Updates(map[string]any{"title": title, "version": b.Version}).Error
 	}},
 	{name: "UpdateColumns struct", write: func(_ context.Context, db *gorm.DB, b *Book, title string) error {
 		return db.Model(b).UpdateColumns(Book{Title: title}).Error

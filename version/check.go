@@ -1,0 +1,80 @@
+package version
+
+import (
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// check runs just after gorm:update and gorm:delete. A guarded statement
+// that matched fewer rows than it guards fails with a *ConcurrencyError;
+// that error also keeps Save from falling back to its upsert. On success
+// the models in memory get the new version. Either way the statement is
+// left as the guard found it, so that a reused statement starts clean.
+func check(db *gorm.DB) {
+	stmt := db.Statement
+	c, ok := stmt.Clauses[stateKey]
+	if !ok {
+		return
+	}
+	delete(stmt.Clauses, stateKey)
+	st, _ := c.Expression.(*state)
+	if st == nil {
+		return
+	}
+	if st.op == opUpdate {
+		if st.userSet != nil {
+			stmt.Clauses["SET"] = *st.userSet
+		} else {
+			delete(stmt.Clauses, "SET")
+		}
+	}
+	if st.guarded {
+		removeCond(stmt)
+	}
+
+	written := true
+	if db.Error == nil && !db.DryRun && st.guarded && db.RowsAffected < want(st) {
+		endBatch(db, st, true)
+		err := conflict(db, st)
+		db.AddError(err)
+		// Strict's zero-version guard that found no row is GORM's own
+		// update of nothing: no error, and Save goes on to insert.
+		written = false
+	}
+	endBatch(db, st, db.Error != nil)
+	if written && db.Error == nil && !db.DryRun && st.loaded && (st.op == opUpdate || st.bumped) {
+		setVersions(stmt, st.field, st.rows, 1)
+	}
+}
+
+func removeCond(stmt *gorm.Statement) {
+	c, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return
+	}
+	w, ok := c.Expression.(clause.Where)
+	if !ok {
+		return
+	}
+	exprs := make([]clause.Expression, 0, len(w.Exprs))
+	for _, e := range w.Exprs {
+		if _, mine := e.(versionCond); !mine {
+			exprs = append(exprs, e)
+		}
+	}
+	if len(exprs) == 0 {
+		delete(stmt.Clauses, "WHERE")
+		return
+	}
+	c.Expression = clause.Where{Exprs: exprs}
+	stmt.Clauses["WHERE"] = c
+}
+
+// want is how many rows a guarded statement must match: every row it
+// guards by key, at least one when the caller's conditions pick them.
+func want(st *state) int64 {
+	if st.byCond {
+		return 1
+	}
+	return int64(len(st.rows))
+}

@@ -1,0 +1,56 @@
+package version
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// conflict builds the error for a guarded statement that matched too few
+// rows, reading the rows again (this costs a query only on failure) to say
+// whether each was changed or deleted. It returns nil for Strict's
+// zero-version guard of a single row that does not exist: that write
+// updated nothing, as GORM's would have.
+func conflict(db *gorm.DB, st *state) error {
+	var first *ConcurrencyError
+	for i, r := range st.rows {
+		cur, pk, found, err := reread(db, st, r)
+		if st.zero && err == nil {
+			switch {
+			case found && cur != 0:
+				return fmt.Errorf("%w: %s of %s (primary key%s) whose row exists at version %d",
+					ErrZeroVersion, st.op, db.Statement.Table, keyString(r.pk), cur)
+			case !found && len(st.rows) == 1:
+				return nil
+			}
+		}
+		e := &ConcurrencyError{
+			Entity:     r.entity,
+			Op:         st.op.String(),
+			Table:      db.Statement.Table,
+			PrimaryKey: r.pk,
+			Version:    r.version,
+			Current:    cur,
+			Deleted:    err == nil && !found,
+			reread:     err,
+		}
+		if e.PrimaryKey == nil {
+			e.PrimaryKey = pk
+		}
+		if err != nil || !found || cur != r.version {
+			return e
+		}
+		if i == 0 {
+			first = e
+		}
+	}
+	return first
+}
+
+func keyString(pk []any) string {
+	s := ""
+	for _, v := range pk {
+		s += fmt.Sprintf(" %v", v)
+	}
+	return s
+}
