@@ -90,7 +90,9 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Le
 // joined with fn's error if any.
 //
 // The release runs on a context that survives ctx's cancellation, bounded
-// by CallTimeout, so a cancelled caller still frees the lease.
+// by CallTimeout, so a cancelled caller still frees the lease. When the
+// lease was lost, Do does not wait for that release: it runs on its own
+// goroutine, and Do returns at once.
 func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	if fn == nil {
 		return errors.New("lease: Do needs a function, got nil")
@@ -126,15 +128,20 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 			lostErr = context.Cause(l.ctx) // the deadline passed under fn
 		}
 		cancel(nil)
-		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), m.callTimeout)
-		relErr := l.Release(relCtx)
-		relCancel()
-		if lostErr != nil {
-			// The release above frees a lease that may still be held; its
-			// outcome adds nothing to the loss.
-			relErr = lostErr
+		release := func() error {
+			relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), m.callTimeout)
+			defer relCancel()
+			return l.Release(relCtx)
 		}
-		err = join(relErr, fnErr)
+		if lostErr != nil {
+			// The lease may still be held: free it, but without waiting,
+			// since the store may be unreachable (that may be why it was
+			// lost) and the outcome adds nothing to the loss.
+			go func() { _ = release() }()
+			err = join(lostErr, fnErr)
+			return
+		}
+		err = join(release(), fnErr)
 	}()
 	fnErr = fn(fnCtx)
 	return nil // replaced by the deferred function
@@ -172,7 +179,11 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 		case errors.Is(err, ErrLeaseLost):
 			return join(err, lastErr)
 		default:
-			lastErr = err
+			// Keep the store's own error over a later "no answer in time"
+			// of a retry that the deadline cut short.
+			if lastErr == nil || !errors.Is(err, ErrStoreTimeout) || errors.Is(lastErr, ErrStoreTimeout) {
+				lastErr = err
+			}
 			d := min(interval/8<<min(failures, 10), interval)
 			failures++
 			t.Reset(d/2 + rand.N(d/2+1))
