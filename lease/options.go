@@ -134,8 +134,9 @@ func buildOptions(opts []Option) (options, error) {
 // a holder stops trusting its lease: the store measures the TTL on its own
 // clock, which may run faster than ours. 1% of the TTL (clock rates differ
 // by parts per million; 1% also covers a virtualised clock's slews), at
-// least 20 ms (for the local timer's own lateness on a loaded machine), at
-// most a quarter of the TTL.
+// least 50 ms (for the local timer's own lateness on a loaded machine, and
+// the scheduling of the goroutine that must notice), at most a quarter of
+// the TTL.
 func margin(ttl time.Duration) time.Duration {
-	return min(max(ttl/100, 20*time.Millisecond), ttl/4)
+	return min(max(ttl/100, 50*time.Millisecond), ttl/4)
 }
