@@ -56,8 +56,9 @@ func NewManager(store Store, opts ...ManagerOption) *Manager {
 // When an acquire's outcome is unknown (an error, or no answer in time),
 // the Manager releases the name under the new handle's owner token, which
 // nobody else has, so that a lease the store took but whose reply was lost
-// does not stay held by nobody: at once, and again when an abandoned call
-// finally returns. The caller must Release the returned Lease, and should
+// does not stay held by nobody: at once, retried until the store answers
+// (or the TTL has passed; a minute for NoExpiry), and again when an
+// abandoned call finally returns. The caller must Release the returned Lease, and should
 // stop the protected work when its Done channel closes (at its safety
 // deadline unless refreshed).
 func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
@@ -256,7 +257,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			return acquired{fence, ok}, err
 		}, func(r acquired, err error) {
 			if r.ok || err != nil {
-				m.abandon(name, owner, time.Time{}) // the call came back after all
+				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
 			}
 		})
 		if err != nil {
@@ -266,7 +267,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			if cut {
 				wait = time.Time{} // the bound has passed: do not wait
 			}
-			m.abandon(name, owner, wait)
+			m.abandon(name, owner, abandonLimit(sent, ttl), wait)
 			if cut && heldSeen && (ctx.Err() != nil || !time.Now().Before(end)) {
 				// Waiting for a busy name: its last answer was "held", and
 				// the wait or the context ran out during the next poll.
@@ -277,7 +278,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		if r.ok {
 			l := newLease(m, name, owner, r.fence, ttl, sent)
 			if l.ctx.Err() != nil {
-				m.abandon(name, owner, time.Time{})
+				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{})
 				return nil, fmt.Errorf("lease: acquiring %q: %w: the store's answer came after the lease's safety deadline", name, ErrStoreTimeout)
 			}
 			return l, nil
@@ -311,19 +312,32 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 // unknown. The store may have taken the lease before the error reached the
 // caller (its reply lost to a timeout, a cancelled context or a broken
 // connection); nobody else has the owner token, so only this call can free
-// it. If it was not taken, the release is refused and changes nothing. It
-// runs on its own goroutine and context, detached from the caller's (which
-// may be the very reason the acquire failed), bounded by CallTimeout; the
-// caller waits for it until wait at most (zero: not at all).
-func (m *Manager) abandon(name, owner string, wait time.Time) {
+// it. If it was not taken, the release is refused and changes nothing.
+//
+// It runs on its own goroutine and context, detached from the caller's
+// (which may be the very reason the acquire failed): each attempt bounded
+// by CallTimeout, retried with backoff until the store answers either way
+// or until limit, after which the lease has expired anyway. The caller
+// waits for it until wait at most (zero: not at all).
+func (m *Manager) abandon(name, owner string, limit, wait time.Time) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-		defer cancel()
-		_, _, _ = call(ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
-			return m.store.Release(ctx, name, owner)
-		}, nil)
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
+			_, err, _ := call(ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
+				return m.store.Release(ctx, name, owner)
+			}, nil)
+			cancel()
+			if err == nil {
+				return
+			}
+			d := time.Duration(10<<min(attempt, 7)) * time.Millisecond // 10 ms to 1.28 s
+			if time.Now().Add(d).After(limit) {
+				return
+			}
+			time.Sleep(d/2 + rand.N(d/2))
+		}
 	}()
 	if wait.IsZero() {
 		return
@@ -334,6 +348,16 @@ func (m *Manager) abandon(name, owner string, wait time.Time) {
 	case <-done:
 	case <-t.C:
 	}
+}
+
+// abandonLimit is how long abandon keeps trying to release a lease whose
+// acquire was sent at sent: until its TTL has passed (it has expired by
+// then), or for a minute when it has none.
+func abandonLimit(sent time.Time, ttl time.Duration) time.Time {
+	if ttl == 0 {
+		return sent.Add(time.Minute)
+	}
+	return sent.Add(ttl)
 }
 
 // nextPoll draws the next retry delay from [poll/2, 3*poll/2).
