@@ -262,8 +262,9 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		})
 		if err != nil {
 			// The outcome is unknown: free the name under owner, waiting for
-			// that as long as the caller's bounds allow.
-			wait := bound
+			// that briefly (a store that failed fast usually answers fast),
+			// within the caller's bounds.
+			wait := earliest(bound, time.Now().Add(abandonWait))
 			if cut {
 				wait = time.Time{} // the bound has passed: do not wait
 			}
@@ -349,6 +350,10 @@ func (m *Manager) abandon(name, owner string, limit, wait time.Time) {
 	case <-t.C:
 	}
 }
+
+// abandonWait is the longest an Acquire that failed waits for its
+// abandon before it returns; abandon goes on in the background.
+const abandonWait = 250 * time.Millisecond
 
 // abandonLimit is how long abandon keeps trying to release a lease whose
 // acquire was sent at sent: until its TTL has passed (it has expired by
