@@ -224,3 +224,28 @@ func (s *ttlSpy) Acquire(ctx context.Context, name, owner string, ttl time.Durat
 	s.last = ttl
 	return s.memStore.Acquire(ctx, name, owner, ttl)
 }
+
+// TestWaitEndsDuringAHangingPoll: the store answers "held", then hangs.
+// Wait still bounds the call, and the answer is the last one the store
+// gave: ErrNotAcquired.
+func TestWaitEndsDuringAHangingPoll(t *testing.T) {
+	s := newMem()
+	m := lease.NewManager(s, lease.PollInterval(10*time.Millisecond))
+	if _, err := m.Acquire(context.Background(), "busy"); err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan struct{})
+	defer close(stuck)
+	var n atomic.Int64
+	s.acquireHook = func(string) error {
+		if n.Add(1) > 1 {
+			hang(stuck)
+		}
+		return nil
+	}
+	_, err := m.Acquire(context.Background(), "busy", lease.Wait(200*time.Millisecond))
+	var na *lease.NotAcquiredError
+	if !errors.As(err, &na) || na.Waited < 200*time.Millisecond {
+		t.Fatalf("got %v, want ErrNotAcquired after the 200 ms wait", err)
+	}
+}

@@ -269,7 +269,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 				wait = time.Time{} // the bound has passed: do not wait
 			}
 			m.abandon(name, owner, abandonLimit(sent, ttl), wait)
-			if cut && heldSeen && (ctx.Err() != nil || !time.Now().Before(end)) {
+			if heldSeen && errors.Is(err, ErrStoreTimeout) && (ctx.Err() != nil || !time.Now().Before(end)) {
 				// Waiting for a busy name: its last answer was "held", and
 				// the wait or the context ran out during the next poll.
 				return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: ctx.Err()}
