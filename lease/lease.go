@@ -17,7 +17,7 @@ import (
 // A Lease keeps its own safety deadline (Expiry): the send time of the
 // last acquire or refresh the store confirmed, plus the TTL, minus a
 // margin for clock-rate drift between this process and the store and for
-// timer lateness (1% of the TTL, at least 50 ms, at most a quarter of the
+// timer lateness (1% of the TTL, at least 100 ms, at most a quarter of the
 // TTL). The store cannot have let anyone else in before it, whatever
 // happened to later calls and replies. Done closes at that
 // deadline at the latest, so work that watches it stops before a

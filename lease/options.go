@@ -132,11 +132,11 @@ func buildOptions(opts []Option) (options, error) {
 
 // margin is how much earlier than TTL after a successful call's send time
 // a holder stops trusting its lease: the store measures the TTL on its own
-// clock, which may run faster than ours. 1% of the TTL (clock rates differ
-// by parts per million; 1% also covers a virtualised clock's slews), at
-// least 50 ms (for the local timer's own lateness on a loaded machine, and
-// the scheduling of the goroutine that must notice), at most a quarter of
-// the TTL.
+// clock, which may run faster than ours, and this process may be late to
+// act on its own timer (GC, CPU contention). 1% of the TTL (clock rates
+// differ by parts per million; 1% also covers a virtualised clock's
+// slews), at least 100 ms (scheduling delays of a loaded machine), at most
+// a quarter of the TTL.
 func margin(ttl time.Duration) time.Duration {
-	return min(max(ttl/100, 50*time.Millisecond), ttl/4)
+	return min(max(ttl/100, 100*time.Millisecond), ttl/4)
 }
