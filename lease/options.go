@@ -98,7 +98,8 @@ func NoExpiry() Option {
 // retried with backoff until the lease's safety deadline; fn's context is
 // cancelled, with an ErrLeaseLost cause, when the store says the lease is
 // gone or the deadline passes, and Do then returns ErrLeaseLost. interval
-// must be shorter than the TTL; a third of it is a good choice. Do without
+// must be shorter than the TTL minus the safety margin (see Lease); a
+// third of the TTL is a good choice. Do without
 // TTL gets KeepAlive(DefaultTTL/3). It applies to Do only: a Lease from
 // Acquire is refreshed with Lease.Refresh.
 func KeepAlive(interval time.Duration) Option { return func(o *options) { o.keepAlive = interval } }
@@ -124,8 +125,11 @@ func buildOptions(opts []Option) (options, error) {
 	if !o.ttlSet {
 		o.ttl = DefaultTTL
 	}
-	if o.keepAlive > 0 && !o.noExpiry && o.keepAlive >= o.ttl {
-		return o, fmt.Errorf("lease: KeepAlive interval %v must be shorter than the TTL %v", o.keepAlive, o.ttl)
+	if o.keepAlive > 0 && !o.noExpiry && o.keepAlive >= o.ttl-margin(o.ttl) {
+		// A refresh must be sent before the safety deadline, which is the
+		// TTL minus the margin after the previous one was sent.
+		return o, fmt.Errorf("lease: KeepAlive interval %v must be shorter than the TTL %v minus its safety margin %v; a third of the TTL is a good choice",
+			o.keepAlive, o.ttl, margin(o.ttl))
 	}
 	return o, nil
 }
