@@ -9,16 +9,36 @@
 //	m := lease.NewManager(store)
 //	err := m.Do(ctx, "order-42", func(ctx context.Context) error {
 //		return ship(ctx, 42)
-//	}, lease.Wait(3*time.Second), lease.TTL(30*time.Second))
+//	}, lease.Wait(3*time.Second))
 //	if errors.Is(err, lease.ErrNotAcquired) {
 //		// someone else is shipping order 42
 //	}
 //
-// Every lease has a TTL (0: none) after which the store lets someone else
-// take it, so a holder that died does not block the name forever; long
-// work refreshes it (Lease.Refresh, or KeepAlive for Do). Every successful
-// acquisition returns a fencing token greater than all earlier ones for the
-// name (Lease.Fence): a resource that remembers the highest token it has
-// seen can reject a former holder that was paused past its TTL and woke up
-// believing it still held the lease.
+// Every lease has a TTL (DefaultTTL, 30 s, unless TTL says otherwise;
+// NoExpiry for none) after which the store lets someone else take it, so a
+// holder that died does not block the name forever; long work refreshes it
+// (Lease.Refresh, or KeepAlive for Do, which Do without a TTL gets by
+// default). Every successful acquisition returns a fencing token greater
+// than all earlier ones for the name (Lease.Fence): a resource that
+// remembers the highest token it has seen can reject a former holder that
+// was paused past its TTL and woke up believing it still held the lease.
+//
+// The Manager keeps each lease safe whatever the store and its client do
+// with lost, slow or late replies:
+//
+//   - A holder's safety deadline (Lease.Expiry) is kept locally: the send
+//     time of the last acquire or refresh the store confirmed, plus the
+//     TTL, minus a margin for clock-rate drift. Do's fn context and
+//     Lease.Done end at that deadline at the latest, on a timer, whether or
+//     not a store call has returned: before the store can let anyone else
+//     in. KeepAlive retries failed refreshes until then.
+//   - Every store call is bounded by the Manager itself (the caller's
+//     context, Wait, the safety deadline, CallTimeout), also for clients
+//     that ignore context deadlines. A store that fails or does not answer
+//     gives an error that is not ErrNotAcquired (ErrStoreTimeout when the
+//     Manager stopped waiting), within the caller's deadline.
+//   - Stores are idempotent per owner token (see Store). An acquire whose
+//     outcome is unknown is released under its owner token; a release
+//     whose reply was lost is retried, and is not reported as ErrLeaseLost
+//     when it worked.
 package lease

@@ -7,14 +7,29 @@ import (
 )
 
 // ErrNotAcquired is matched by errors.Is when a lease could not be taken
-// because someone else holds it: at once (Wait 0) or until the wait or the
-// context ended. It is an ordinary answer, not a failure of the store.
+// because someone else holds it: the store answered "held" at once (Wait
+// 0), or every time until the wait or the context ended. It is an ordinary
+// answer, never a failure of the store: a store that errs or does not
+// answer gives a wrapped store error or ErrStoreTimeout instead.
 var ErrNotAcquired = errors.New("lease: not acquired")
 
 // ErrLeaseLost is matched by errors.Is when a holder no longer holds its
-// lease: it expired (and perhaps someone else took it), or a KeepAlive
-// refresh failed. Work done since then ran unprotected.
+// lease, or can no longer be sure it does: the store said it is gone
+// (expired, perhaps taken over), or its safety deadline (Lease.Expiry)
+// passed without a successful refresh. Work done since then ran
+// unprotected.
 var ErrLeaseLost = errors.New("lease: lease lost")
+
+// ErrStoreTimeout is matched by errors.Is when the Manager stopped waiting
+// for a store call: the caller's context ended, Wait ran out, the lease's
+// safety deadline came, or CallTimeout passed. The outcome of the call is
+// unknown; the Manager settles it (an acquire is released under its owner
+// token). When the context ended, the error also matches the context's
+// error.
+var ErrStoreTimeout = errors.New("lease: the store did not answer in time")
+
+// errReleased is the cause of a Lease's context after Release.
+var errReleased = errors.New("lease: released")
 
 // NotAcquiredError says which lock was held and how long the caller waited.
 // errors.Is(err, ErrNotAcquired) is true for it.
@@ -23,7 +38,10 @@ type NotAcquiredError struct {
 	Name string
 	// Waited is how long the manager kept retrying; 0 with Wait 0.
 	Waited time.Duration
-	// Err is the context's error when the context ended the wait, else nil.
+	// Err is the context's error when the context ended the wait after
+	// the store had answered "held", else nil. A context that ends before
+	// the store's first answer gives a store error matching
+	// ErrStoreTimeout instead: nobody knows that someone else held it.
 	Err error
 }
 

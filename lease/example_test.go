@@ -131,3 +131,27 @@ func ExampleManager_Acquire() {
 	// step 2 with fence 1
 	// step 3 with fence 1
 }
+
+// fn reads its lease from its context, to pass the fencing token to the
+// resource it writes, and stops when the lease may no longer be held.
+func ExampleFromContext() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	store, _ := lease.NewLocalStore(dir)
+	m := lease.NewManager(store)
+
+	err := m.Do(context.Background(), "invoice-7", func(ctx context.Context) error {
+		l, _ := lease.FromContext(ctx)
+		fmt.Println("writing with fence", l.Fence())
+		select {
+		case <-ctx.Done(): // the lease's safety deadline passed, or it was lost
+			return context.Cause(ctx)
+		default:
+		}
+		return nil
+	}) // no TTL: DefaultTTL (30 s), refreshed every 10 s while fn runs
+	fmt.Println("err:", err)
+	// Output:
+	// writing with fence 1
+	// err: <nil>
+}

@@ -4,22 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
 
-// Lease is one holder's handle on a lease, returned by Manager.Acquire.
-// Its owner token is its own (128 random bits), so no other handle,
-// goroutine, process or pod can release or refresh it. It is safe for
-// concurrent use.
+// Lease is one holder's handle on a lease, returned by Manager.Acquire
+// (and given to Do's fn through FromContext). Its owner token is its own
+// (128 random bits), so no other handle, goroutine, process or pod can
+// release or refresh it. It is safe for concurrent use.
+//
+// A Lease keeps its own safety deadline (Expiry): the send time of the
+// last acquire or refresh the store confirmed, plus the TTL, minus a
+// margin for clock-rate drift between this process and the store and for
+// timer lateness (1% of the TTL, at least 100 ms, at most a quarter of the
+// TTL). The store cannot have let anyone else in before it, whatever
+// happened to later calls and replies. Done closes at that
+// deadline at the latest, so work that watches it stops before a
+// successor can start, even when the store is partitioned away and no
+// store call returns.
 type Lease struct {
-	store Store
+	m     *Manager
 	name  string
 	owner string
 	fence int64
 
-	mu       sync.Mutex
+	ctx    context.Context // ends when the lease may no longer be held
+	cancel context.CancelCauseFunc
+
+	mu sync.Mutex // serialises Refresh and Release
+
+	state    sync.Mutex // guards the fields below
+	ttl      time.Duration
+	deadline time.Time // zero: no expiry
+	timer    *time.Timer
 	released bool
+}
+
+// newLease returns the handle of a lease the store granted to a call sent
+// at sent with ttl (0: no expiry).
+func newLease(m *Manager, name, owner string, fence int64, ttl time.Duration, sent time.Time) *Lease {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	l := &Lease{m: m, name: name, owner: owner, fence: fence, ctx: ctx, cancel: cancel, ttl: ttl}
+	l.extend(sent, ttl)
+	return l
 }
 
 // Name returns the lock name.
@@ -34,10 +62,103 @@ func (l *Lease) Owner() string { return l.owner }
 // so that a holder paused past its TTL cannot overwrite its successor.
 func (l *Lease) Fence() int64 { return l.fence }
 
-// Refresh sets the lease to expire ttl from now (0: never). It returns an
-// error matching ErrLeaseLost when the lease expired or was released, and
-// a wrapped store error when the store did not answer (the lease may then
-// still be held).
+// Expiry returns the lease's safety deadline: until then the lease is
+// certainly held (unless released); after it, it may not be. It is the
+// send time of the last successful acquire or refresh plus the TTL minus
+// the drift margin, and moves with every successful Refresh. It is zero
+// for a lease without expiry (NoExpiry).
+func (l *Lease) Expiry() time.Time {
+	l.state.Lock()
+	defer l.state.Unlock()
+	return l.deadline
+}
+
+// Done returns a channel that is closed when the lease may no longer be
+// held: at its safety deadline (Expiry) unless refreshed before, when a
+// refresh finds it gone, or when it is released. Stop the protected work
+// when it closes.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Context returns a context that ends when Done closes. context.Cause
+// tells why: an error matching ErrLeaseLost (deadline passed, lease gone),
+// or a release.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// extend moves the safety deadline to sent+ttl-margin after a successful
+// call sent at sent, and reports whether the lease is still trustworthy:
+// false when that deadline has already passed (the answer came too late)
+// or the lease was already lost.
+func (l *Lease) extend(sent time.Time, ttl time.Duration) bool {
+	l.state.Lock()
+	defer l.state.Unlock()
+	if l.ctx.Err() != nil {
+		return false
+	}
+	l.ttl = ttl
+	if ttl == 0 {
+		l.deadline = time.Time{}
+		if l.timer != nil {
+			l.timer.Stop()
+		}
+		return true
+	}
+	l.deadline = sent.Add(ttl - margin(ttl))
+	left := time.Until(l.deadline)
+	if left <= 0 {
+		l.cancel(l.expiredError())
+		return false
+	}
+	if l.timer == nil {
+		l.timer = time.AfterFunc(left, l.expire)
+	} else {
+		l.timer.Reset(left)
+	}
+	return true
+}
+
+// expire ends the lease's context when its deadline has passed; a timer
+// that fires just after an extend moved the deadline does nothing.
+func (l *Lease) expire() {
+	l.state.Lock()
+	defer l.state.Unlock()
+	if l.deadline.IsZero() {
+		return
+	}
+	if left := time.Until(l.deadline); left > 0 {
+		l.timer.Reset(left)
+		return
+	}
+	l.cancel(l.expiredError())
+}
+
+func (l *Lease) expiredError() error {
+	return fmt.Errorf("lease: %q: %w: its safety deadline passed without a successful refresh", l.name, ErrLeaseLost)
+}
+
+// lose ends the lease's context with cause unless it has ended already.
+func (l *Lease) lose(cause error) {
+	l.state.Lock()
+	defer l.state.Unlock()
+	l.cancel(cause)
+}
+
+// ttlNow returns the lease's current TTL and safety deadline.
+func (l *Lease) ttlNow() (time.Duration, time.Time) {
+	l.state.Lock()
+	defer l.state.Unlock()
+	return l.ttl, l.deadline
+}
+
+// Refresh sets the lease to expire ttl from now; 0 keeps the TTL the lease
+// has (the one it was acquired or last refreshed with; NoExpiry leases
+// stay without expiry). On success the safety deadline moves to the
+// call's send time plus ttl minus the margin.
+//
+// It returns an error matching ErrLeaseLost when the store says the lease
+// is gone, or when Done has already closed (the safety deadline passed:
+// someone else may hold it now), and a wrapped store error when the store
+// did not answer. The call is bounded by ctx, the safety deadline and the
+// Manager's CallTimeout; a failed Refresh can be retried until Expiry.
 func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	if ttl < 0 {
 		return fmt.Errorf("lease: Refresh TTL must not be negative, got %v", ttl)
@@ -45,42 +166,125 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return errors.New("lease: nil context")
 	}
+	return l.refresh(ctx, ttl)
+}
+
+func (l *Lease) refresh(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.released {
+	cur, deadline := l.ttlNow()
+	if ttl == 0 {
+		ttl = cur
+	}
+	l.state.Lock()
+	released := l.released
+	l.state.Unlock()
+	if released {
 		return fmt.Errorf("lease: %q: %w: already released", l.name, ErrLeaseLost)
 	}
-	ok, err := l.store.Refresh(ctx, l.name, l.owner, ttl)
+	if l.ctx.Err() != nil {
+		return context.Cause(l.ctx)
+	}
+	sent := time.Now()
+	ok, err, _ := call(ctx, earliest(sent.Add(l.m.callTimeout), deadline), func(ctx context.Context) (bool, error) {
+		return l.m.store.Refresh(ctx, l.name, l.owner, ttl)
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("lease: refreshing %q: %w", l.name, err)
 	}
 	if !ok {
-		return lostError(l.name, nil)
+		err := lostError(l.name, nil)
+		l.lose(err)
+		return err
+	}
+	if !l.extend(sent, ttl) {
+		return context.Cause(l.ctx)
 	}
 	return nil
 }
 
-// Release frees the lease. Releasing again is a no-op. It returns an
-// error matching ErrLeaseLost when the lease had already expired (work
-// done since then was unprotected), and a wrapped store error when the
-// store did not answer; Release can then be retried, and a TTL frees the
-// lease in any case.
+// Release frees the lease and closes Done. Releasing again is a no-op.
+//
+// A release whose reply is lost is retried (with backoff, within ctx and
+// the Manager's CallTimeout). When a retry finds the lease not held, and
+// an earlier attempt was sent before the safety deadline, that attempt is
+// what freed it: Release returns nil, since the work ended while the lease
+// was certainly held. Release returns an error matching ErrLeaseLost when
+// the lease was gone before Release was sent, or the deadline had passed
+// (work done since then was unprotected), and a wrapped store error when
+// the store did not answer at all; Release can then be called again, and
+// the TTL frees the lease in any case. After Done closed for a lost lease
+// (deadline passed, or a refresh found it gone) Release still frees it if
+// the store has it, and returns that ErrLeaseLost cause.
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("lease: nil context")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.state.Lock()
 	if l.released {
+		l.state.Unlock()
 		return nil
 	}
-	ok, err := l.store.Release(ctx, l.name, l.owner)
-	if err != nil {
-		return fmt.Errorf("lease: releasing %q: %w", l.name, err)
+	deadline := l.deadline
+	var lost error // why the lease was lost before this Release, if it was
+	if l.ctx.Err() != nil && !errors.Is(context.Cause(l.ctx), errReleased) {
+		lost = context.Cause(l.ctx)
 	}
-	l.released = true
-	if !ok {
-		return lostError(l.name, nil)
+	l.cancel(errReleased) // the work is over: Done closes now
+	l.state.Unlock()
+
+	bound := time.Now().Add(l.m.callTimeout)
+	unknownInTime := false // an attempt sent before the deadline may have freed it
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		sent := time.Now()
+		ok, err, _ := call(ctx, bound, func(ctx context.Context) (bool, error) {
+			return l.m.store.Release(ctx, l.name, l.owner)
+		}, nil)
+		if err == nil {
+			l.state.Lock()
+			l.released = true
+			if l.timer != nil {
+				l.timer.Stop()
+			}
+			l.state.Unlock()
+			switch {
+			case lost != nil:
+				return lost // held past its safety deadline, or gone
+			case ok:
+				return nil
+			case unknownInTime:
+				return nil // an earlier attempt freed it, in time
+			}
+			return lostError(l.name, nil)
+		}
+		lastErr = err
+		if lost == nil && (deadline.IsZero() || sent.Before(deadline)) {
+			unknownInTime = true
+		}
+		wait := time.Duration(10<<min(attempt, 4)) * time.Millisecond
+		wait = wait/2 + rand.N(wait)
+		if ctx.Err() != nil || time.Now().Add(wait).After(bound) {
+			return fmt.Errorf("lease: releasing %q: %w", l.name, lastErr)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("lease: releasing %q: %w", l.name, lastErr)
+		case <-t.C:
+		}
 	}
-	return nil
+}
+
+// ctxKey is the key of the Lease in Do's fn context.
+type ctxKey struct{}
+
+// FromContext returns the Lease that Do holds for the fn it gave ctx to,
+// for its fence, name and expiry.
+func FromContext(ctx context.Context) (*Lease, bool) {
+	l, ok := ctx.Value(ctxKey{}).(*Lease)
+	return l, ok
 }

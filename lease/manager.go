@@ -14,23 +14,24 @@ import (
 // Stores keep long names as a hash, so the limit only stops runaway input.
 const MaxNameLength = 1024
 
-// storeTimeout bounds the store calls made on a context detached from the
-// caller's, which may have ended: Do's release, KeepAlive refreshes of
-// leases without a TTL, and the release after a failed acquire.
-const storeTimeout = 5 * time.Second
-
 // Manager takes, refreshes and releases leases on one Store. It is safe
 // for concurrent use; one Manager per store is enough for a process.
+//
+// Every store call it makes is bounded by the Manager itself (CallTimeout,
+// the caller's context, Wait, the lease's safety deadline), run on a
+// goroutine that the Manager stops waiting for at the bound; see
+// CallTimeout for what happens to a call that is still running then.
 type Manager struct {
-	store Store
-	poll  time.Duration
-	err   error // an invalid ManagerOption, reported by every call
+	store       Store
+	poll        time.Duration
+	callTimeout time.Duration
+	err         error // an invalid ManagerOption, reported by every call
 }
 
 // NewManager returns a Manager over store. Invalid options, and a nil
 // store, are reported by every Acquire and Do.
 func NewManager(store Store, opts ...ManagerOption) *Manager {
-	m := &Manager{store: store, poll: DefaultPollInterval}
+	m := &Manager{store: store, poll: DefaultPollInterval, callTimeout: DefaultCallTimeout}
 	for _, opt := range opts {
 		if opt == nil {
 			m.err = errors.New("lease: nil ManagerOption")
@@ -45,12 +46,21 @@ func NewManager(store Store, opts ...ManagerOption) *Manager {
 }
 
 // Acquire takes the lease on name, waiting for it as long as the Wait
-// option allows. It returns an error that matches ErrNotAcquired when the
-// lease stayed held by someone else, and a wrapped store error when the
-// store could not answer. After a failed store call it asks the store to
-// release the name under the new handle's owner token, in case the store
-// took the lease but its answer was lost. The caller must Release the
-// returned Lease.
+// option allows, with the TTL option's TTL (DefaultTTL, 30 s, without
+// one). It returns an error that matches ErrNotAcquired only when the
+// store answered that someone else holds the lease; a store that errs or
+// does not answer gives a wrapped store error (matching ErrStoreTimeout
+// when the Manager stopped waiting), returned within the context's
+// deadline and the Wait. A context already ended gives its error.
+//
+// When an acquire's outcome is unknown (an error, or no answer in time),
+// the Manager releases the name under the new handle's owner token, which
+// nobody else has, so that a lease the store took but whose reply was lost
+// does not stay held by nobody: at once, retried until the store answers
+// (or the TTL has passed; a minute for NoExpiry), and again when an
+// abandoned call finally returns. The caller must Release the returned Lease, and should
+// stop the protected work when its Done channel closes (at its safety
+// deadline unless refreshed).
 func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	o, err := m.check(ctx, name, opts)
 	if err != nil {
@@ -63,16 +73,27 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Le
 }
 
 // Do takes the lease on name, runs fn, and releases the lease, also when
-// fn fails or panics. fn's context is ctx, cancelled early when a KeepAlive
-// refresh fails. Do returns fn's error; an error that matches
-// ErrNotAcquired, without running fn, when someone else held the lease; a
-// store error, without running fn, when the store could not answer; and an
-// error that matches ErrLeaseLost when the lease was lost while fn ran (a
-// KeepAlive refresh failed, or it had expired by the time it was
-// released), joined with fn's error if any.
+// fn fails or panics. Without a TTL option the lease has DefaultTTL and is
+// refreshed every DefaultTTL/3 (KeepAlive); with TTL(d) and no KeepAlive
+// it is not refreshed, so d is fn's time budget.
+//
+// fn's context is ctx, also cancelled (with a cause matching ErrLeaseLost)
+// when the lease may no longer be held: at its safety deadline (see
+// Lease) unless a refresh succeeded before, or when a refresh finds it
+// gone. This happens on a timer, whether or not a store call has
+// returned, so fn learns before any other holder can get in. fn reads its
+// Lease, and its fence, with FromContext(ctx).
+//
+// Do returns fn's error; an error that matches ErrNotAcquired, without
+// running fn, when someone else held the lease; a store error, without
+// running fn, when the store failed or did not answer (see Acquire); and
+// an error that matches ErrLeaseLost when the lease was lost while fn ran,
+// joined with fn's error if any.
 //
 // The release runs on a context that survives ctx's cancellation, bounded
-// to a few seconds, so a cancelled caller still frees the lease.
+// by CallTimeout, so a cancelled caller still frees the lease. When the
+// lease was lost, Do does not wait for that release: it runs on its own
+// goroutine, and Do returns at once.
 func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	if fn == nil {
 		return errors.New("lease: Do needs a function, got nil")
@@ -81,73 +102,92 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	if err != nil {
 		return err
 	}
+	if !o.ttlSet && o.keepAlive == 0 {
+		o.keepAlive = DefaultTTL / 3
+	}
 	l, err := m.acquire(ctx, name, o)
 	if err != nil {
 		return err
 	}
 
-	fnCtx, cancel := context.WithCancelCause(ctx)
-	stop := make(chan struct{})
+	fnCtx, cancel := context.WithCancelCause(context.WithValue(ctx, ctxKey{}, l))
+	stopLink := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	kaCtx, kaStop := context.WithCancel(context.Background())
 	lost := make(chan error, 1)
 	if o.keepAlive > 0 {
-		go l.keepAlive(ctx, o, stop, cancel, lost)
+		go func() { lost <- l.keepAlive(kaCtx, o.keepAlive) }()
 	} else {
 		lost <- nil
 	}
 
 	var fnErr error
 	defer func() {
-		close(stop)
+		kaStop()
 		lostErr := <-lost
-		cancel(nil)
-		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		relErr := l.Release(relCtx)
-		relCancel()
-		if lostErr != nil {
-			// The lease may still be held after a failed refresh; the
-			// release above frees it early, and its outcome adds nothing.
-			relErr = lostErr
+		stopLink()
+		if lostErr == nil && l.ctx.Err() != nil {
+			lostErr = context.Cause(l.ctx) // the deadline passed under fn
 		}
-		err = join(relErr, fnErr)
+		cancel(nil)
+		release := func() error {
+			relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), m.callTimeout)
+			defer relCancel()
+			return l.Release(relCtx)
+		}
+		if lostErr != nil {
+			// The lease may still be held: free it, but without waiting,
+			// since the store may be unreachable (that may be why it was
+			// lost) and the outcome adds nothing to the loss.
+			go func() { _ = release() }()
+			err = join(lostErr, fnErr)
+			return
+		}
+		err = join(release(), fnErr)
 	}()
 	fnErr = fn(fnCtx)
 	return nil // replaced by the deferred function
 }
 
-// keepAlive refreshes l every o.keepAlive until stop closes. On the first
-// failed refresh it cancels fn's context and reports why on lost.
-func (l *Lease) keepAlive(ctx context.Context, o options, stop <-chan struct{}, cancel context.CancelCauseFunc, lost chan<- error) {
-	// A refresh must land before the lease would expire, which is at most
-	// TTL minus the interval after the tick.
-	timeout := o.ttl - o.keepAlive
-	if o.ttl == 0 {
-		timeout = storeTimeout
-	}
-	t := time.NewTicker(o.keepAlive)
+// keepAlive refreshes l every interval until ctx ends. A refresh that
+// fails without an answer is retried with backoff (from interval/8,
+// doubling, at most interval) until the lease's safety deadline, when the
+// lease's own timer ends it; each retry is bounded by that deadline. It
+// returns nil when ctx ended first, else an error matching ErrLeaseLost
+// wrapping the last store error, if any.
+func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
+	t := time.NewTimer(interval)
 	defer t.Stop()
+	var lastErr error
+	failures := 0
 	for {
 		select {
-		case <-stop:
-			lost <- nil
-			return
+		case <-ctx.Done():
+			return nil
+		case <-l.ctx.Done():
+			if lastErr != nil {
+				return fmt.Errorf("%w (last refresh: %w)", context.Cause(l.ctx), lastErr)
+			}
+			return context.Cause(l.ctx)
 		case <-t.C:
 		}
-		select {
-		case <-stop:
-			lost <- nil
-			return
+		err := l.refresh(ctx, 0)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			lastErr, failures = nil, 0
+			t.Reset(interval)
+		case errors.Is(err, ErrLeaseLost):
+			return join(err, lastErr)
 		default:
-		}
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		err := l.Refresh(rctx, o.ttl)
-		rcancel()
-		if err != nil {
-			if !errors.Is(err, ErrLeaseLost) {
-				err = lostError(l.name, err)
+			// Keep the store's own error over a later "no answer in time"
+			// of a retry that the deadline cut short.
+			if lastErr == nil || !errors.Is(err, ErrStoreTimeout) || errors.Is(lastErr, ErrStoreTimeout) {
+				lastErr = err
 			}
-			cancel(err)
-			lost <- err
-			return
+			d := min(interval/8<<min(failures, 10), interval)
+			failures++
+			t.Reset(d/2 + rand.N(d/2+1))
 		}
 	}
 }
@@ -179,28 +219,72 @@ func checkName(name string) error {
 	return nil
 }
 
+// acquired is one Acquire's answer.
+type acquired struct {
+	fence int64
+	ok    bool
+}
+
 func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, error) {
 	owner, err := newOwner()
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lease: acquiring %q: %w", name, err)
+	}
+	ttl := o.ttl
+	if o.noExpiry {
+		ttl = 0
+	}
 	start := time.Now()
+	var end time.Time // Wait's end, which bounds store calls too
+	if o.wait > 0 {
+		end = start.Add(o.wait)
+	}
 	var timer *time.Timer
+	heldSeen := false // the store has answered "held"
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: err}
+		sent := time.Now()
+		bound := earliest(sent.Add(m.callTimeout), end)
+		if ttl > 0 {
+			// An answer later than this would be useless: the lease could
+			// already be someone else's.
+			bound = earliest(bound, sent.Add(ttl-margin(ttl)))
 		}
-		fence, ok, err := m.store.Acquire(ctx, name, owner, o.ttl)
+		r, err, cut := call(ctx, bound, func(ctx context.Context) (acquired, error) {
+			fence, ok, err := m.store.Acquire(ctx, name, owner, ttl)
+			return acquired{fence, ok}, err
+		}, func(r acquired, err error) {
+			if r.ok || err != nil {
+				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
+			}
+		})
 		if err != nil {
-			m.abandon(ctx, name, owner)
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: cerr}
+			// The outcome is unknown: free the name under owner, waiting for
+			// that briefly (a store that failed fast usually answers fast),
+			// within the caller's bounds.
+			wait := earliest(bound, time.Now().Add(abandonWait))
+			if cut {
+				wait = time.Time{} // the bound has passed: do not wait
+			}
+			m.abandon(name, owner, abandonLimit(sent, ttl), wait)
+			if heldSeen && errors.Is(err, ErrStoreTimeout) && (ctx.Err() != nil || !time.Now().Before(end)) {
+				// Waiting for a busy name: its last answer was "held", and
+				// the wait or the context ran out during the next poll.
+				return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: ctx.Err()}
 			}
 			return nil, fmt.Errorf("lease: acquiring %q: %w", name, err)
 		}
-		if ok {
-			return &Lease{store: m.store, name: name, owner: owner, fence: fence}, nil
+		if r.ok {
+			l := newLease(m, name, owner, r.fence, ttl, sent)
+			if l.ctx.Err() != nil {
+				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{})
+				return nil, fmt.Errorf("lease: acquiring %q: %w: the store's answer came after the lease's safety deadline", name, ErrStoreTimeout)
+			}
+			return l, nil
 		}
+		heldSeen = true
 		if o.wait == 0 {
 			return nil, &NotAcquiredError{Name: name}
 		}
@@ -217,23 +301,68 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		}
 		select {
 		case <-ctx.Done():
+			// The store's last answer was "held": the context ended the
+			// wait for a busy name.
 			return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: ctx.Err()}
 		case <-timer.C:
 		}
 	}
 }
 
-// abandon releases name for owner after an Acquire that failed. The store
-// may have taken the lease before the error reached the caller (its reply
-// lost to a timeout, a cancelled context or a broken connection); nobody
-// else has the owner token, so only this call can free it, and a lease
-// without TTL would otherwise stay held by nobody. If it was not taken, the
-// release is refused and changes nothing. It runs on a context detached
-// from ctx, which may be the very reason the acquire failed.
-func (m *Manager) abandon(ctx context.Context, name, owner string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	_, _ = m.store.Release(rctx, name, owner)
+// abandon releases name for owner after an Acquire whose outcome is
+// unknown. The store may have taken the lease before the error reached the
+// caller (its reply lost to a timeout, a cancelled context or a broken
+// connection); nobody else has the owner token, so only this call can free
+// it. If it was not taken, the release is refused and changes nothing.
+//
+// It runs on its own goroutine and context, detached from the caller's
+// (which may be the very reason the acquire failed): each attempt bounded
+// by CallTimeout, retried with backoff until the store answers either way
+// or until limit, after which the lease has expired anyway. The caller
+// waits for it until wait at most (zero: not at all).
+func (m *Manager) abandon(name, owner string, limit, wait time.Time) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
+			_, err, _ := call(ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
+				return m.store.Release(ctx, name, owner)
+			}, nil)
+			cancel()
+			if err == nil {
+				return
+			}
+			d := time.Duration(10<<min(attempt, 7)) * time.Millisecond // 10 ms to 1.28 s
+			if time.Now().Add(d).After(limit) {
+				return
+			}
+			time.Sleep(d/2 + rand.N(d/2))
+		}
+	}()
+	if wait.IsZero() {
+		return
+	}
+	t := time.NewTimer(time.Until(wait))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// abandonWait is the longest an Acquire that failed waits for its
+// abandon before it returns; abandon goes on in the background.
+const abandonWait = 250 * time.Millisecond
+
+// abandonLimit is how long abandon keeps trying to release a lease whose
+// acquire was sent at sent: until its TTL has passed (it has expired by
+// then), or for a minute when it has none.
+func abandonLimit(sent time.Time, ttl time.Duration) time.Time {
+	if ttl == 0 {
+		return sent.Add(time.Minute)
+	}
+	return sent.Add(ttl)
 }
 
 // nextPoll draws the next retry delay from [poll/2, 3*poll/2).

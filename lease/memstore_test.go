@@ -61,6 +61,12 @@ func (s *memStore) Acquire(ctx context.Context, name, owner string, ttl time.Dur
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if l, held := s.held(name); held && l.owner == owner {
+		// The holder again (a retry after a lost reply): same fence.
+		l.expires = expiry(ttl)
+		s.leases[name] = l
+		return s.fences[name], true, nil
+	}
 	if _, held := s.held(name); held {
 		if s.refused != nil {
 			select {

@@ -10,6 +10,16 @@ import (
 // PollInterval says otherwise.
 const DefaultPollInterval = 50 * time.Millisecond
 
+// DefaultTTL is the TTL of a lease taken without the TTL or NoExpiry
+// option: a holder that crashes blocks the name for at most this long.
+const DefaultTTL = 30 * time.Second
+
+// DefaultCallTimeout bounds every single store call unless CallTimeout
+// says otherwise. The caller's context, Wait and a lease's safety deadline
+// bound calls further; none of it depends on the store's client honouring
+// its context.
+const DefaultCallTimeout = 5 * time.Second
+
 // ManagerOption configures a Manager.
 type ManagerOption func(*Manager)
 
@@ -28,6 +38,21 @@ func PollInterval(d time.Duration) ManagerOption {
 	}
 }
 
+// CallTimeout sets the longest the Manager waits for any one store call
+// (default DefaultCallTimeout, 5 s). A call still running then is
+// abandoned: the Manager returns an error matching ErrStoreTimeout and
+// the call's eventual result is discarded (an acquire that turns out to
+// have succeeded is released). d must be positive.
+func CallTimeout(d time.Duration) ManagerOption {
+	return func(m *Manager) {
+		if d <= 0 {
+			m.err = fmt.Errorf("lease: CallTimeout must be positive, got %v", d)
+			return
+		}
+		m.callTimeout = d
+	}
+}
+
 // Option configures one Acquire or Do.
 type Option func(*options)
 
@@ -35,25 +60,48 @@ type options struct {
 	wait      time.Duration
 	ttl       time.Duration
 	keepAlive time.Duration
+	ttlSet    bool // TTL or NoExpiry given
+	noExpiry  bool
 }
 
 // Wait sets how long Acquire and Do keep retrying while someone else holds
-// the lease. 0, the default, fails at once with ErrNotAcquired. The
-// context's end also ends the wait.
+// the lease. 0, the default, fails at once with ErrNotAcquired. Wait bounds
+// the whole call, store calls included: a store that does not answer
+// within it gives an error matching ErrStoreTimeout. The context's end
+// also ends the wait.
 func Wait(d time.Duration) Option { return func(o *options) { o.wait = d } }
 
 // TTL sets how long the lease lasts unless it is refreshed or released:
 // after it, the store lets someone else take it, so a holder that died
-// does not block the name forever. 0, the default, means no expiry (a
-// dead holder's lease then stays until someone releases it by hand; the
-// local store frees it when the process ends whatever the TTL).
-func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+// does not block the name forever. Without TTL (or NoExpiry) a lease lasts
+// DefaultTTL, 30 s, and Do refreshes it with a default KeepAlive. d must
+// be positive; a lease without expiry is NoExpiry. (The local store frees
+// a lease when its process ends whatever the TTL.)
+//
+// The holder's own safety deadline follows from the TTL: see Lease.Expiry.
+func TTL(d time.Duration) Option {
+	return func(o *options) { o.ttl, o.ttlSet, o.noExpiry = d, true, false }
+}
+
+// NoExpiry takes a lease that never expires: it lasts until it is
+// released. A holder that dies without releasing then blocks the name on
+// the table and Redis stores until someone deletes the row or key, and a
+// lost reply whose outcome the Manager cannot settle can do the same.
+// Prefer a TTL with KeepAlive; NoExpiry is for callers that release by
+// other means.
+func NoExpiry() Option {
+	return func(o *options) { o.ttl, o.ttlSet, o.noExpiry = 0, true, true }
+}
 
 // KeepAlive makes Do refresh the lease to its TTL every interval while fn
-// runs. When a refresh fails (the lease was lost or the store did not
-// answer), fn's context is cancelled with an ErrLeaseLost cause and Do
-// returns ErrLeaseLost. interval must be shorter than the TTL. It applies
-// to Do only: a Lease from Acquire is refreshed with Lease.Refresh.
+// runs. A refresh that fails (the store errs or does not answer) is
+// retried with backoff until the lease's safety deadline; fn's context is
+// cancelled, with an ErrLeaseLost cause, when the store says the lease is
+// gone or the deadline passes, and Do then returns ErrLeaseLost. interval
+// must be shorter than the TTL minus the safety margin (see Lease); a
+// third of the TTL is a good choice. Do without
+// TTL gets KeepAlive(DefaultTTL/3). It applies to Do only: a Lease from
+// Acquire is refreshed with Lease.Refresh.
 func KeepAlive(interval time.Duration) Option { return func(o *options) { o.keepAlive = interval } }
 
 func buildOptions(opts []Option) (options, error) {
@@ -67,12 +115,32 @@ func buildOptions(opts []Option) (options, error) {
 	switch {
 	case o.wait < 0:
 		return o, fmt.Errorf("lease: Wait must not be negative, got %v", o.wait)
-	case o.ttl < 0:
+	case o.ttlSet && !o.noExpiry && o.ttl < 0:
 		return o, fmt.Errorf("lease: TTL must not be negative, got %v", o.ttl)
+	case o.ttlSet && !o.noExpiry && o.ttl == 0:
+		return o, errors.New("lease: TTL must be positive; a lease without expiry is lease.NoExpiry()")
 	case o.keepAlive < 0:
 		return o, fmt.Errorf("lease: KeepAlive interval must not be negative, got %v", o.keepAlive)
-	case o.keepAlive > 0 && o.ttl > 0 && o.keepAlive >= o.ttl:
-		return o, fmt.Errorf("lease: KeepAlive interval %v must be shorter than the TTL %v", o.keepAlive, o.ttl)
+	}
+	if !o.ttlSet {
+		o.ttl = DefaultTTL
+	}
+	if o.keepAlive > 0 && !o.noExpiry && o.keepAlive >= o.ttl-margin(o.ttl) {
+		// A refresh must be sent before the safety deadline, which is the
+		// TTL minus the margin after the previous one was sent.
+		return o, fmt.Errorf("lease: KeepAlive interval %v must be shorter than the TTL %v minus its safety margin %v; a third of the TTL is a good choice",
+			o.keepAlive, o.ttl, margin(o.ttl))
 	}
 	return o, nil
+}
+
+// margin is how much earlier than TTL after a successful call's send time
+// a holder stops trusting its lease: the store measures the TTL on its own
+// clock, which may run faster than ours, and this process may be late to
+// act on its own timer (GC, CPU contention). 1% of the TTL (clock rates
+// differ by parts per million; 1% also covers a virtualised clock's
+// slews), at least 100 ms (scheduling delays of a loaded machine), at most
+// a quarter of the TTL.
+func margin(ttl time.Duration) time.Duration {
+	return min(max(ttl/100, 100*time.Millisecond), ttl/4)
 }

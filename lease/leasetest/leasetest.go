@@ -37,6 +37,7 @@ type config struct {
 	racers     int
 	// expiryLimit is how long past the TTL an expiry may take to show.
 	expiryLimit time.Duration
+	restart     func(t *testing.T)
 }
 
 // Prefix starts every lock name the suite uses (default "leasetest"), so
@@ -58,6 +59,14 @@ func Races(races, goroutines int) Option {
 	return func(c *config) { c.races, c.racers = races, goroutines }
 }
 
+// Restart gives the suite a way to restart the store's backend (kill and
+// start again the server, reopen the directory...): the FencesAcrossRestart
+// check then takes leases, calls restart, and checks that every fence
+// issued after it is greater than every fence issued before, and that the
+// names can be taken again. nil, the default, skips the check. newStore is
+// called again after restart.
+func Restart(restart func(t *testing.T)) Option { return func(c *config) { c.restart = restart } }
+
 // Run runs every check of the suite as a subtest of t. newStore is called
 // twice per check (see the package documentation).
 func Run(t *testing.T, newStore func(t *testing.T) lease.Store, opts ...Option) {
@@ -70,7 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) lease.Store, opts ...Option) 
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			e := &env{A: newStore(t), B: newStore(t), cfg: cfg, test: c.name}
+			e := &env{A: newStore(t), B: newStore(t), cfg: cfg, test: c.name, t: t, newStore: newStore}
 			if err := c.run(ctx, e); err != nil {
 				t.Fatal(err)
 			}
@@ -80,9 +89,11 @@ func Run(t *testing.T, newStore func(t *testing.T) lease.Store, opts ...Option) 
 
 // env is what a check runs against: two stores over one backend.
 type env struct {
-	A, B lease.Store
-	cfg  config
-	test string
+	A, B     lease.Store
+	cfg      config
+	test     string
+	t        *testing.T
+	newStore func(t *testing.T) lease.Store
 }
 
 type check struct {
@@ -99,15 +110,24 @@ func checks(cfg config) []check {
 		{"ConcurrentAcquire", checkConcurrentAcquire},
 		{"NamesStayApart", checkNamesStayApart},
 		{"CancelledContext", checkCancelledContext},
+		{"IdempotentAcquire", checkIdempotentAcquire},
+		{"ReleaseNotHeld", checkReleaseNotHeld},
 	}
 	if cfg.ignoresTTL {
-		return append(cs, check{"TTLIgnored", checkTTLIgnored})
+		cs = append(cs, check{"TTLIgnored", checkTTLIgnored})
+	} else {
+		cs = append(cs,
+			check{"ExpiredTakenOver", checkExpiredTakenOver},
+			check{"RefreshExtends", checkRefreshExtends},
+			check{"ZeroTTLNeverExpires", checkZeroTTLNeverExpires},
+			check{"IdempotentAcquireResetsExpiry", checkIdempotentAcquireResetsExpiry},
+		)
 	}
-	return append(cs,
-		check{"ExpiredTakenOver", checkExpiredTakenOver},
-		check{"RefreshExtends", checkRefreshExtends},
-		check{"ZeroTTLNeverExpires", checkZeroTTLNeverExpires},
-	)
+	if cfg.restart != nil {
+		// Last: it restarts the backend under every store.
+		cs = append(cs, check{"FencesAcrossRestart", checkFencesAcrossRestart})
+	}
+	return cs
 }
 
 // longTTL is the TTL of leases that must not expire during a check.
@@ -538,4 +558,131 @@ func checkTTLIgnored(ctx context.Context, e *env) error {
 	}
 	ok, err = e.A.Release(ctx, name, o)
 	return expect("holder's Release", ok, err, true)
+}
+
+// checkIdempotentAcquire: an Acquire repeated by the holder (a client
+// retry whose first reply was lost) gets the lease and the same fence
+// back, through either store; a stranger is still refused.
+func checkIdempotentAcquire(ctx context.Context, e *env) error {
+	name, o := e.Name("idempotent"), owner()
+	f1, err := mustAcquire(ctx, e.A, name, o, longTTL)
+	if err != nil {
+		return err
+	}
+	for i, s := range []lease.Store{e.A, e.B} {
+		f, ok, err := s.Acquire(ctx, name, o, longTTL)
+		if err != nil {
+			return fmt.Errorf("the holder's repeated Acquire %d: %w", i+1, err)
+		}
+		if !ok {
+			return fmt.Errorf("the holder's repeated Acquire %d was refused: not idempotent per owner, a lost reply leaves the lease held by nobody", i+1)
+		}
+		if f != f1 {
+			return fmt.Errorf("the holder's repeated Acquire %d returned fence %d, want the same fence %d", i+1, f, f1)
+		}
+	}
+	if err := mustBeHeld(ctx, e.B, name, "after the holder's repeated Acquire"); err != nil {
+		return err
+	}
+	ok, err := e.A.Release(ctx, name, o)
+	if err := expect("holder's Release after repeated Acquires", ok, err, true); err != nil {
+		return err
+	}
+	o2 := owner()
+	f2, err := mustAcquire(ctx, e.B, name, o2, longTTL)
+	if err != nil {
+		return fmt.Errorf("after release: %w", err)
+	}
+	if f2 <= f1 {
+		return fmt.Errorf("fence %d after the idempotent holder's %d: fences must strictly increase", f2, f1)
+	}
+	ok, err = e.B.Release(ctx, name, o2)
+	return expect("Release", ok, err, true)
+}
+
+// checkIdempotentAcquireResetsExpiry: the holder's repeated Acquire sets
+// the expiry to its ttl from now, as a refresh would.
+func checkIdempotentAcquireResetsExpiry(ctx context.Context, e *env) error {
+	name, o := e.Name("idempotent-ttl"), owner()
+	ttl := e.cfg.ttl
+	if _, err := mustAcquire(ctx, e.A, name, o, ttl); err != nil {
+		return err
+	}
+	if _, ok, err := e.A.Acquire(ctx, name, o, 20*ttl); err != nil || !ok {
+		return fmt.Errorf("the holder's repeated Acquire: ok=%v err=%v", ok, err)
+	}
+	if err := stayHeld(ctx, e.B, "the holder's repeated Acquire set a longer TTL", 2*ttl, name); err != nil {
+		return err
+	}
+	ok, err := e.A.Release(ctx, name, o)
+	return expect("Release", ok, err, true)
+}
+
+// checkReleaseNotHeld: releasing or refreshing a name that was never held
+// answers ok=false and no error, as does releasing twice.
+func checkReleaseNotHeld(ctx context.Context, e *env) error {
+	name, o := e.Name("never-held"), owner()
+	ok, err := e.A.Release(ctx, name, o)
+	if err := expect("Release of a never-held name", ok, err, false); err != nil {
+		return err
+	}
+	ok, err = e.B.Refresh(ctx, name, o, longTTL)
+	if err := expect("Refresh of a never-held name", ok, err, false); err != nil {
+		return err
+	}
+	if _, err := mustAcquire(ctx, e.A, name, o, longTTL); err != nil {
+		return fmt.Errorf("after a Release of a never-held name: %w", err)
+	}
+	ok, err = e.A.Release(ctx, name, o)
+	if err := expect("Release", ok, err, true); err != nil {
+		return err
+	}
+	ok, err = e.B.Release(ctx, name, o)
+	return expect("a repeated Release (its first reply lost)", ok, err, false)
+}
+
+// checkFencesAcrossRestart takes and releases three names a few times,
+// keeps the last one held with a short TTL, restarts the backend, and
+// takes them again through a new store: every fence after the restart
+// must be greater than every fence before it, for each name.
+func checkFencesAcrossRestart(ctx context.Context, e *env) error {
+	names := []string{e.Name("restart-a"), e.Name("restart-b"), e.Name("restart-held")}
+	most := map[string]int64{}
+	for i, name := range names {
+		for range 3 {
+			o := owner()
+			f, err := mustAcquire(ctx, e.A, name, o, e.cfg.ttl)
+			if err != nil {
+				return err
+			}
+			most[name] = max(most[name], f)
+			if i == len(names)-1 {
+				break // held across the restart
+			}
+			ok, err := e.A.Release(ctx, name, o)
+			if err := expect("Release", ok, err, true); err != nil {
+				return err
+			}
+		}
+	}
+	e.cfg.restart(e.t)
+	s := e.newStore(e.t)
+	for _, name := range names {
+		if e.cfg.ignoresTTL && name == names[len(names)-1] {
+			continue // a lease that never expires may have survived
+		}
+		o := owner()
+		f, _, err := pollUntilFree(ctx, s, name, o, longTTL, e.cfg.ttl+e.cfg.expiryLimit)
+		if err != nil {
+			return fmt.Errorf("after the restart: %w", err)
+		}
+		if f <= most[name] {
+			return fmt.Errorf("after the restart %q got fence %d, not above %d issued before it: fences must strictly increase across restarts", name, f, most[name])
+		}
+		ok, err := s.Release(ctx, name, o)
+		if err := expect("Release after the restart", ok, err, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }

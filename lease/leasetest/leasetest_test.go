@@ -23,6 +23,7 @@ type memStore struct {
 	neverExpire bool // TTLs are ignored
 	foldCase    bool // names compared case-insensitively
 	truncate    int  // names cut to this many bytes
+	strictOwner bool // a holder's repeated Acquire is refused
 }
 
 type memLease struct {
@@ -73,6 +74,11 @@ func (s *memStore) Acquire(ctx context.Context, name, owner string, ttl time.Dur
 		s.mu.Lock()
 	}
 	defer s.mu.Unlock()
+	if l, _ := s.held(k); held && l.owner == owner && !s.strictOwner {
+		l.expires = s.expiry(ttl)
+		s.leases[k] = l
+		return s.fences[k], true, nil
+	}
 	if held {
 		return 0, false, nil
 	}
@@ -111,7 +117,14 @@ func (s *memStore) Refresh(ctx context.Context, name, owner string, ttl time.Dur
 
 func TestRunPassesOnACorrectStore(t *testing.T) {
 	s := newMem()
-	Run(t, func(*testing.T) lease.Store { return s }, ShortTTL(100*time.Millisecond))
+	// A restart keeps the fence counters, as a persistent store does, and
+	// loses the leases, as one without persistence does.
+	restart := func(*testing.T) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.leases = map[string]memLease{}
+	}
+	Run(t, func(*testing.T) lease.Store { return s }, ShortTTL(100*time.Millisecond), Restart(restart))
 }
 
 func TestRunWithIgnoresTTL(t *testing.T) {
@@ -124,7 +137,7 @@ func TestRunWithIgnoresTTL(t *testing.T) {
 // store fails the check aimed at its fault.
 func TestChecksCatchBrokenStores(t *testing.T) {
 	byName := map[string]check{}
-	for _, c := range checks(config{}) {
+	for _, c := range checks(config{restart: func(*testing.T) {}}) {
 		byName[c.name] = c
 	}
 	cases := []struct {
@@ -139,6 +152,8 @@ func TestChecksCatchBrokenStores(t *testing.T) {
 		{"RefreshExtends", func(s *memStore) { s.neverExpire = true }, "did not expire"},
 		{"NamesStayApart", func(s *memStore) { s.foldCase = true }, "a different name"},
 		{"NamesStayApart", func(s *memStore) { s.truncate = 191 }, "a different name"},
+		{"IdempotentAcquire", func(s *memStore) { s.strictOwner = true }, "not idempotent"},
+		{"FencesAcrossRestart", func(*memStore) {}, "across restarts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.check+"/"+tc.want, func(t *testing.T) {
@@ -149,7 +164,13 @@ func TestChecksCatchBrokenStores(t *testing.T) {
 			s := newMem()
 			tc.fault(s)
 			cfg := config{prefix: "leasetest-self", ttl: 100 * time.Millisecond, races: 20, racers: 8, expiryLimit: 300 * time.Millisecond}
-			e := &env{A: s, B: s, cfg: cfg, test: c.name}
+			// A restart that loses the fence counters with the leases.
+			cfg.restart = func(*testing.T) {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.leases, s.fences = map[string]memLease{}, map[string]int64{}
+			}
+			e := &env{A: s, B: s, cfg: cfg, test: c.name, t: t, newStore: func(*testing.T) lease.Store { return s }}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err := c.run(ctx, e)

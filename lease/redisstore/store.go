@@ -10,10 +10,23 @@
 // tag puts both keys in one Cluster slot. Every operation is one Lua script
 // (EVALSHA), atomic on the server.
 //
-// The counters must survive for fencing tokens to keep increasing: run
-// Redis with a noeviction or volatile-* maxmemory policy (the counters have
-// no TTL, so volatile policies never evict them) and with persistence if
-// tokens must outlive a restart.
+// Acquire is idempotent per owner: the same owner acquiring a lease it
+// holds (a go-redis retry of a command whose reply was lost) gets the same
+// fence back and its expiry reset, instead of a refusal that would leave
+// the lease held by nobody.
+//
+// Fences are max(counter+1, the Redis server's clock in microseconds), so
+// they keep increasing when the counter is lost: a restart without
+// persistence, an older snapshot restored, an eviction. This relies on
+// the server's clock not going back across the restart. What a restart
+// without persistence still costs: the leases themselves are gone, so a
+// new holder can take a name while the old one still works; the old
+// holder's lower fence is then the only defence, which is why the
+// resource the lease protects must check fences. Run Redis with a
+// noeviction or volatile-* maxmemory policy (the counters have no TTL, so
+// volatile policies never evict them), and with AOF persistence
+// (appendfsync always) where the leases themselves must survive a
+// restart.
 package redisstore
 
 import (
@@ -101,7 +114,8 @@ func (s *Store) Key(name string) string {
 }
 
 // Acquire takes name for owner when its key is absent (free or expired),
-// bumping the fencing counter, in one script.
+// raising the fencing counter, in one script. When owner already holds it,
+// it returns the same fence and resets the expiry to ttl.
 func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return 0, false, err

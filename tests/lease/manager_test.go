@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,7 +190,7 @@ func TestRedisStoreKeys(t *testing.T) {
 	ctx := context.Background()
 	s, c := redisStore(t)
 	name := uniqueName(t)
-	_, ok, err := s.Acquire(ctx, name, "owner-a", 250*time.Millisecond)
+	fence, ok, err := s.Acquire(ctx, name, "owner-a", 250*time.Millisecond)
 	noErr(t, err)
 	want(t, ok, "a free lease was refused")
 	pttl := c.PTTL(ctx, s.Key(name)).Val()
@@ -201,5 +202,11 @@ func TestRedisStoreKeys(t *testing.T) {
 	_, err = s.Release(ctx, name, "owner-a")
 	noErr(t, err)
 	want(t, c.Exists(ctx, s.Key(name)).Val() == 0, "the key survived Release")
-	want(t, c.Get(ctx, s.Key(name)+":fence").Val() == "1", "the fence counter did not survive Release")
+	// The counter holds the last fence, which starts from Redis's clock
+	// in microseconds (so that a restart without persistence continues
+	// above it).
+	want(t, c.Get(ctx, s.Key(name)+":fence").Val() == strconv.FormatInt(fence, 10), "the fence counter did not survive Release")
+	now, err := c.Time(ctx).Result()
+	noErr(t, err)
+	want(t, fence <= now.UnixMicro() && fence > now.Add(-time.Minute).UnixMicro(), "fence %d is not Redis's clock in µs (%d)", fence, now.UnixMicro())
 }
