@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -366,4 +369,94 @@ func handoff(b *testing.B, refused chan struct{}, take func(ctx context.Context,
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "handoff-ms")
+}
+
+// BenchmarkOneName: workers contend for one name straight on the table
+// store (no Manager, no polling sleep): each worker tries to take it under
+// its own owner token and releases it at once when it gets it. One op is
+// one acquire attempt; acquired/s is the name's throughput (handovers per
+// second) and calls/s the store calls per second, refusals included. The
+// baseline in the same run is what a refusal cannot beat: an UPDATE of the
+// same table that matches no row, with the same workers.
+func BenchmarkOneName(b *testing.B) {
+	for _, kind := range []string{testdb.Postgres, testdb.MySQL, testdb.SQLite} {
+		b.Run(kind, func(b *testing.B) {
+			for _, workers := range []int{1, 16} {
+				b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+					b.Run("lockplugin", func(b *testing.B) {
+						s := tableStore(b, testdb.Get(b, kind).DB)
+						name := benchName(b)
+						oneName(b, workers, func(ctx context.Context, owner string) (int, error) {
+							_, ok, err := s.Acquire(ctx, name, owner, 10*time.Second)
+							if err != nil || !ok {
+								return 1, err
+							}
+							ok, err = s.Release(ctx, name, owner)
+							if err == nil && !ok {
+								err = errors.New("release of a held lease refused")
+							}
+							return 2, err
+						})
+					})
+					b.Run("baseline=update-no-match", func(b *testing.B) {
+						tg := testdb.Get(b, kind)
+						tableStore(b, tg.DB) // the table exists
+						q := "UPDATE " + tg.Dialect.QuoteIdent(table) + " SET fence = fence WHERE lock_name = ?"
+						if tg.Dialect.Kind == dialects.Postgres {
+							q = strings.Replace(q, "?", "$1", 1)
+						}
+						name := benchName(b)
+						oneName(b, workers, func(ctx context.Context, _ string) (int, error) {
+							_, err := tg.SQL.ExecContext(ctx, q, name)
+							return 1, err
+						})
+					})
+				})
+			}
+		})
+	}
+}
+
+// oneName runs b.N attempts of try over workers goroutines released
+// together, and reports acquired/s (attempts that made two calls: an
+// acquire and its release) and calls/s.
+func oneName(b *testing.B, workers int, try func(ctx context.Context, owner string) (calls int, err error)) {
+	ctx := context.Background()
+	var left, calls, acquired atomic.Int64
+	left.Store(int64(b.N))
+	start := make(chan struct{})
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("bench-owner-%d-%d", w, time.Now().UnixNano())
+			<-start
+			for left.Add(-1) >= 0 {
+				n, err := try(ctx, owner)
+				if err != nil {
+					errc <- err
+					return
+				}
+				calls.Add(int64(n))
+				if n == 2 {
+					acquired.Add(1)
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	begin := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(begin).Seconds()
+	b.StopTimer()
+	select {
+	case err := <-errc:
+		b.Fatal(err)
+	default:
+	}
+	b.ReportMetric(float64(acquired.Load())/elapsed, "acquired/s")
+	b.ReportMetric(float64(calls.Load())/elapsed, "calls/s")
 }
