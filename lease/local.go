@@ -42,7 +42,9 @@ import (
 // Leases held through one LocalStore also exclude each other inside the
 // process, whatever the platform's flock does for one process. An Acquire
 // by the owner that already holds the name through the same LocalStore (a
-// retry) returns the lease's fence again.
+// retry) returns the lease's fence again. A LocalStore keeps the .fence
+// files of up to 64 names open between acquires; Close closes them (on
+// Windows, before the directory can be removed).
 type LocalStore struct {
 	dir string
 
