@@ -40,14 +40,18 @@ const (
 
 	// PostgreSQL: an UPDATE that only matches a row the caller may take,
 	// and an INSERT ... ON CONFLICT DO NOTHING for a name without a row,
-	// in one statement. A refusal matches nothing in the UPDATE and stops
-	// at the INSERT's conflict check: both read only. (An upsert's ON
-	// CONFLICT DO UPDATE ... WHERE would lock the row first, which takes a
-	// transaction id and waits for a WAL flush at commit.)
+	// in one statement. A refusal matches nothing in the UPDATE, and the
+	// INSERT does not even try when the statement sees the row: read only,
+	// without waiting for the holder's transaction in a conflict check.
+	// (An upsert's ON CONFLICT DO UPDATE ... WHERE would lock the row
+	// first, which takes a transaction id and waits for a WAL flush at
+	// commit.) A row inserted by a concurrent statement is not seen; then
+	// the INSERT's conflict refuses.
 	pgAcquire = `WITH u AS (UPDATE {t} AS l SET owner = {owner}, expires_at = {exp}, ` +
 		`fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
 		`WHERE l.lock_name = {name} AND (l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now})) RETURNING l.fence), ` +
-		`i AS (INSERT INTO {t} (lock_name, owner, expires_at, fence) SELECT {name}, {owner}, {exp}, 1 WHERE NOT EXISTS (SELECT 1 FROM u) ` +
+		`i AS (INSERT INTO {t} (lock_name, owner, expires_at, fence) SELECT {name}, {owner}, {exp}, 1 ` +
+		`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM {t} WHERE lock_name = {name}) ` +
 		`ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
 		`SELECT fence FROM u UNION ALL SELECT fence FROM i`
 

@@ -54,7 +54,7 @@ func TestStatements(t *testing.T) {
 				`fence = CASE WHEN l.owner = $1 AND (l.expires_at = 0 OR l.expires_at > ` + pgNow + `) THEN l.fence ELSE l.fence + 1 END ` +
 				`WHERE l.lock_name = $3 AND (l.owner = $1 OR (l.expires_at <> 0 AND l.expires_at <= ` + pgNow + `)) RETURNING l.fence), ` +
 				`i AS (INSERT INTO "lock_leases" (lock_name, owner, expires_at, fence) SELECT $3, $1, CASE WHEN CAST($2 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($2 AS BIGINT) END, 1 ` +
-				`WHERE NOT EXISTS (SELECT 1 FROM u) ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
+				`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM "lock_leases" WHERE lock_name = $3) ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
 				`SELECT fence FROM u UNION ALL SELECT fence FROM i`,
 			[]arg{argOwner, argTTL, argName}},
 		{"postgres", func(s statements) stmt { return s.release },
