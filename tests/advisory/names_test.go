@@ -1,0 +1,96 @@
+package advisory_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+)
+
+// MariaDB and MySQL end a GET_LOCK name at its first NUL: "job\x00A" and
+// "job\x00B" are one lock there. The server shows it first (the two
+// names exclude each other through GET_LOCK directly); advisory must then
+// refuse such names before anything is sent, so they are never one lock.
+func TestNULNamesRefusedOnMySQL(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	ctx := context.Background()
+	a, b := "i12-nul\x00A", "i12-nul\x00B"
+
+	// The server, asked directly: the second name is busy while the first
+	// is held by another session.
+	c1, err := tg.Plain.DB()
+	require.NoError(t, err)
+	s1, err := c1.Conn(ctx)
+	require.NoError(t, err)
+	defer s1.Close()
+	s2, err := c1.Conn(ctx)
+	require.NoError(t, err)
+	defer s2.Close()
+	var got1, got2 int
+	require.NoError(t, s1.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", a).Scan(&got1))
+	require.NoError(t, s2.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", b).Scan(&got2))
+	_, _ = s1.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", a)
+	_, _ = s2.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", b)
+	t.Logf("%s: GET_LOCK(%q) = %d, then GET_LOCK(%q) on another session = %d", tg.Name, a, got1, b, got2)
+	require.Truef(t, got1 == 1 && got2 == 0, "the server kept the names apart: the test cannot fail")
+
+	refused := 0
+	for _, name := range []string{a, b, "\x00", "i12-nul\x00"} {
+		err := advisory.With(ctx, tg.DB, name, notRun(t))
+		require.Errorf(t, err, "%q accepted", name)
+		require.Containsf(t, err.Error(), "NUL", "%q: %v", name, err)
+		_, err = advisory.Acquire(ctx, tg.DB, name)
+		require.Errorf(t, err, "Acquire(%q) accepted", name)
+		refused++
+	}
+	t.Logf("%s: %d NUL names refused before any SQL", tg.Name, refused)
+}
+
+// Error messages quote at most 64 bytes of a name, and its length.
+func TestLongNameErrorIsCapped(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	name := "i12-long-" + strings.Repeat("x", 1<<20)
+	err := advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.Timeout(0))
+	require.Error(t, err)
+	t.Logf("%s: a %d-byte name: %d-byte error %.200q", tg.Name, len(name), len(err.Error()), err.Error())
+	require.Lessf(t, len(err.Error()), 1024, "a %d-byte name made a %d-byte error", len(name), len(err.Error()))
+	require.Containsf(t, err.Error(), "bytes)", "the error does not say how long the name was: %.300s", err.Error())
+}
+
+// Cancelling a MySQL wait kills the server thread with KILL QUERY on a
+// connection outside the pool: with the pool exhausted (the waiter holds
+// its only connection) the cancellation still ends at once, and the
+// server's thread stops waiting.
+func TestMySQLCancelWithExhaustedPool(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	name := testdb.Unique(t, "i12")
+	release := hold(t, tg.DB, name, nil)
+	waiters := waiterPool(t, tg)
+	waiters.SQL.SetMaxOpenConns(1)
+
+	const rounds = 3
+	for i := 0; i < rounds; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- advisory.With(ctx, waiters.DB, name, notRun(t)) }()
+		eventually(t, 5*time.Second, "the waiter never queued", func() bool { return waiting(t, tg, name) == 1 })
+		start := time.Now()
+		cancel()
+		err := <-done
+		took := time.Since(start)
+		require.ErrorIs(t, err, context.Canceled)
+		eventually(t, 2*time.Second, "the cancelled wait is still queued on the server", func() bool { return waiting(t, tg, name) == 0 })
+		t.Logf("%s, pool of 1 connection: round %d, the cancelled wait returned in %v", tg.Name, i, took)
+		// The pool's 10 s of old would show here; a second is a generous bound.
+		require.Lessf(t, took, 5*time.Second, "the cancellation queued for the exhausted pool")
+	}
+	require.NoError(t, release())
+	require.NoError(t, advisory.With(context.Background(), waiters.DB, name, func(*gorm.DB) error { return nil }, advisory.Timeout(time.Second)))
+
+}
