@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 )
 
 // releaseTimeout bounds a release, which runs on a context detached from the
@@ -37,9 +38,10 @@ type Lock struct {
 
 // Acquire takes the lock called name on a connection pinned from db's write
 // pool and returns it held; the caller must Release it. It waits as the
-// options say (indefinitely by default) and until ctx is done, and returns
-// an error matching ErrTimeout when the lock stayed busy, ctx's error when
-// ctx ended the wait, ErrReentrant when ctx or db already hold name, and
+// options say (indefinitely by default) and until ctx or db's own context
+// (db.WithContext) is done, whichever is first, and returns an error
+// matching ErrTimeout when the lock stayed busy, the context's error when
+// either ended the wait, ErrReentrant when ctx or db already hold name, and
 // ErrUnsupported on databases without advisory locks. On every error no lock
 // is left behind: a failed wait that the database granted all the same is
 // found and released on its own connection before that connection is
@@ -49,7 +51,9 @@ type Lock struct {
 func Acquire(ctx context.Context, db *gorm.DB, name string, opts ...Option) (*Lock, error) {
 	// The lock outlives the acquisition: its DB keeps ctx's values but not
 	// its cancellation, which was for the wait.
-	return acquire(ctx, db, name, opts, true)
+	l, done, err := acquire(ctx, db, name, opts, true)
+	done()
+	return l, err
 }
 
 // DB returns a *gorm.DB whose statements run on the connection that holds
@@ -134,19 +138,35 @@ func (l *Lock) unlock(ctx context.Context) error {
 	return nil
 }
 
-// acquire is Acquire and With. detach makes the pinned session's context
-// ignore ctx's cancellation (Acquire); With keeps it, so that cancelling
-// ctx also cancels fn's statements.
-func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (*Lock, error) {
+// acquire is Acquire and With. The wait ends when ctx or db's own context
+// ends, whichever is first (ctxjoin.Join): advisory.With(ctx,
+// db.WithContext(r.Context()), ...) stops when the request is cancelled,
+// and a context already done stops it before anything is sent. detach makes
+// the pinned session's context ignore that cancellation (Acquire); With
+// keeps it, so that cancelling either context also cancels fn's statements.
+// done ends the joined context: With calls it after fn, Acquire at once.
+func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (_ *Lock, done context.CancelFunc, err error) {
+	done = func() {}
 	if db == nil || db.Config == nil {
-		return nil, errNilDB
+		return nil, done, errNilDB
 	}
 	if ctx == nil {
-		return nil, errNilContext
+		return nil, done, errNilContext
 	}
 	if name == "" {
-		return nil, errEmptyName
+		return nil, done, errEmptyName
 	}
+	ctx, done = ctxjoin.Join(ctx, db)
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	l, err := acquireJoined(ctx, db, name, opts, detach)
+	return l, done, err
+}
+
+func acquireJoined(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (*Lock, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, err
@@ -160,6 +180,18 @@ func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detac
 	}
 	if db.DryRun {
 		return nil, errDryRun
+	}
+	// A context that has ended already stops the call before any SQL. db's
+	// own is read too: the join learns of its end through a callback that
+	// may not have run yet.
+	own := ctx
+	if db.Statement != nil && db.Statement.Context != nil {
+		own = db.Statement.Context
+	}
+	for _, c := range []context.Context{ctx, own} {
+		if c.Err() != nil {
+			return nil, lockError(d, name, context.Cause(c))
+		}
 	}
 	plan, err := sessionPlan(d, name, o.wait)
 	if err != nil {

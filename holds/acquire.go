@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 	"github.com/lockplugin/lockplugin/internal/plugin"
 
 	"gorm.io/gorm"
@@ -38,6 +39,8 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 	if err != nil {
 		return nil, err
 	}
+	defer c.done()
+	ctx = c.ctx
 	cfg, sess, res, st := c.cfg, c.sess, c.res, c.st
 	ttl := ttlMillis(cfg.ttl)
 	callerTx := inTransaction(sess)
@@ -52,7 +55,7 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, err)
+		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, ctxError(ctx, err))
 	}
 	return h, nil
 }
@@ -66,7 +69,7 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl int64, callerTx bool) (*Hold, error) {
 	lock, read := st.lockResource(res.table, res.key)
 	if lock != "" {
-		r := tx.Exec(lock, res.pk)
+		r := source(tx).Exec(lock, res.pk)
 		if r.Error != nil {
 			return nil, r.Error
 		}
@@ -75,7 +78,7 @@ func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl in
 		}
 	}
 	row := res.fresh()
-	r := tx.Raw(read, res.pk).Scan(row)
+	r := source(tx).Raw(read, res.pk).Scan(row)
 	if r.Error != nil {
 		return nil, r.Error
 	}
@@ -93,7 +96,10 @@ func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl in
 		return nil, err
 	}
 	if mine.Valid {
-		h, err := readHold(tx, st, st.byID(), mine.Int64)
+		// Read as the count was: in a caller's REPEATABLE READ
+		// transaction a plain read would not see a hold committed after
+		// its snapshot, which the count (a locking read) has just found.
+		h, err := readHold(tx, st, st.byIDLatest(callerTx), mine.Int64)
 		if h != nil {
 			h.key = res.key
 		}
@@ -107,7 +113,7 @@ func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl in
 		exp := now + ttl
 		hr.ExpiresMs = &exp
 	}
-	if err := tx.Table(st.table).Create(&hr).Error; err != nil {
+	if err := source(tx).Table(st.table).Create(&hr).Error; err != nil {
 		return nil, err
 	}
 	h := hr.hold(st.table)
@@ -152,6 +158,8 @@ func inTransaction(db *gorm.DB) bool { return plugin.InTransaction(db.Statement.
 // key, and the statements for them.
 type call struct {
 	cfg  config
+	ctx  context.Context // the explicit ctx joined with db's own
+	done context.CancelFunc
 	sess *gorm.DB
 	d    dialects.Dialect
 	res  resource
@@ -165,37 +173,48 @@ func start(ctx context.Context, db *gorm.DB, model Holdable, opts []Option) (*ca
 	if err != nil {
 		return nil, err
 	}
-	sess, d, err := begin(ctx, db)
+	sess, d, jctx, done, err := begin(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	res, err := resolve(ctx, db, model)
+	res, err := resolve(jctx, db, model)
 	if err != nil {
+		done()
 		return nil, err
 	}
-	return &call{cfg: cfg, sess: sess, d: d, res: res, st: newStatements(d, cfg.table)}, nil
+	return &call{cfg: cfg, ctx: jctx, done: done, sess: sess, d: d, res: res, st: newStatements(d, cfg.table)}, nil
 }
 
 // begin checks db and the database, and returns a session of db with no
-// leftover conditions, bound to ctx.
-func begin(ctx context.Context, db *gorm.DB) (*gorm.DB, dialects.Dialect, error) {
+// leftover conditions, bound to ctx joined with db's own context: the call
+// ends when either ends (holds.Acquire(ctx, db.WithContext(r.Context()))
+// stops when the request is cancelled). A context that has ended already
+// stops the call here, before anything is sent. done must be called when
+// the call returns.
+func begin(ctx context.Context, db *gorm.DB) (*gorm.DB, dialects.Dialect, context.Context, context.CancelFunc, error) {
+	none := func() {}
 	if ctx == nil {
-		return nil, dialects.Dialect{}, fmt.Errorf("%w: nil context", ErrInvalid)
+		return nil, dialects.Dialect{}, nil, none, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
 	if db == nil || db.Config == nil || db.Statement == nil {
-		return nil, dialects.Dialect{}, fmt.Errorf("%w: nil *gorm.DB", ErrInvalid)
+		return nil, dialects.Dialect{}, nil, none, fmt.Errorf("%w: nil *gorm.DB", ErrInvalid)
 	}
 	d := dialects.Of(db)
 	if err := d.Require(dialects.CapacityHolds); err != nil {
-		return nil, d, err
+		return nil, d, nil, none, err
 	}
-	return db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true}), d, nil
+	jctx, done := ctxjoin.Join(ctx, db)
+	if err := ended(jctx, db); err != nil {
+		done()
+		return nil, d, nil, none, fmt.Errorf("holds: on %s: %w", d, err)
+	}
+	return db.Session(&gorm.Session{NewDB: true, Context: jctx, SkipDefaultTransaction: true}), d, jctx, done, nil
 }
 
 // scanOne runs a query and scans its first row into dest; found is false
 // when there is no row.
 func scanOne(tx *gorm.DB, query string, args []any, dest ...any) (found bool, err error) {
-	rows, err := tx.Raw(query, args...).Rows()
+	rows, err := source(tx).Raw(query, args...).Rows()
 	if err != nil {
 		return false, err
 	}

@@ -16,16 +16,17 @@ import (
 // A hold returned by Acquire or ActiveFor remembers its holds table; a Table
 // option, needed only for a Hold built by hand, overrides it.
 func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) error {
-	sess, st, err := holdCall(ctx, db, h, opts)
+	sess, st, ctx, done, err := holdCall(ctx, db, h, opts)
 	if err != nil {
 		return err
 	}
-	if err := sess.Exec(st.release(), h.ID).Error; err != nil {
-		return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, st.d, err)
+	defer done()
+	if err := source(sess).Exec(st.release(), h.ID).Error; err != nil {
+		return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, st.d, ctxError(ctx, err))
 	}
 	got, err := readHold(sess, st, st.byID(), h.ID)
 	if err != nil {
-		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, st.d, err)
+		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, st.d, ctxError(ctx, err))
 	}
 	if got == nil {
 		return fmt.Errorf("holds: releasing hold %d: %w in %s", h.ID, ErrNotFound, st.table)
@@ -49,10 +50,11 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 	if ttl < 0 {
 		return fmt.Errorf("%w: negative TTL %v", ErrInvalid, ttl)
 	}
-	sess, st, err := holdCall(ctx, db, h, opts)
+	sess, st, ctx, done, err := holdCall(ctx, db, h, opts)
 	if err != nil {
 		return err
 	}
+	defer done()
 	var got *Hold
 	err = run(ctx, sess, st, func(tx *gorm.DB) (err error) {
 		got, err = extendOnce(tx, st, h, ttlMillis(ttl))
@@ -62,7 +64,7 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrInvalid) {
 			return fmt.Errorf("holds: extending hold %d: %w", h.ID, err)
 		}
-		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, err)
+		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, ctxError(ctx, err))
 	}
 	h.ExpiresAt = got.ExpiresAt
 	return nil
@@ -88,11 +90,11 @@ func extendOnce(tx *gorm.DB, st statements, h *Hold, ttl int64) (*Hold, error) {
 	// take its slot either (Acquire needs the row).
 	lock, read := st.lockResource(cur.ResourceType, key)
 	if lock != "" {
-		if err := tx.Exec(lock, cur.ResourceID).Error; err != nil {
+		if err := source(tx).Exec(lock, cur.ResourceID).Error; err != nil {
 			return nil, err
 		}
 	} else {
-		rows, err := tx.Raw(read, cur.ResourceID).Rows()
+		rows, err := source(tx).Raw(read, cur.ResourceID).Rows()
 		if err != nil {
 			return nil, err
 		}
@@ -102,9 +104,9 @@ func extendOnce(tx *gorm.DB, st statements, h *Hold, ttl int64) (*Hold, error) {
 	}
 	var r *gorm.DB
 	if ttl > 0 {
-		r = tx.Exec(st.extend(), ttl, h.ID)
+		r = source(tx).Exec(st.extend(), ttl, h.ID)
 	} else {
-		r = tx.Exec(st.extendForever(), h.ID)
+		r = source(tx).Exec(st.extendForever(), h.ID)
 	}
 	if r.Error != nil {
 		return nil, r.Error
@@ -145,24 +147,26 @@ func primaryKey(tx *gorm.DB, table string) (string, error) {
 }
 
 // holdCall checks the arguments of a call on one hold and finds its table.
-func holdCall(ctx context.Context, db *gorm.DB, h *Hold, opts []Option) (*gorm.DB, statements, error) {
+// It returns the session, the statements, the joined context and the
+// function that ends it.
+func holdCall(ctx context.Context, db *gorm.DB, h *Hold, opts []Option) (*gorm.DB, statements, context.Context, context.CancelFunc, error) {
 	if h == nil || h.ID <= 0 {
-		return nil, statements{}, fmt.Errorf("%w: nil hold or hold without an ID", ErrInvalid)
+		return nil, statements{}, nil, nil, fmt.Errorf("%w: nil hold or hold without an ID", ErrInvalid)
 	}
 	table := h.table
 	if len(opts) > 0 {
 		cfg, err := newConfig(opts)
 		if err != nil {
-			return nil, statements{}, err
+			return nil, statements{}, nil, nil, err
 		}
 		table = cfg.table
 	}
 	if table == "" {
 		table = DefaultTable
 	}
-	sess, d, err := begin(ctx, db)
+	sess, d, jctx, done, err := begin(ctx, db)
 	if err != nil {
-		return nil, statements{}, err
+		return nil, statements{}, nil, nil, err
 	}
-	return sess, newStatements(d, table), nil
+	return sess, newStatements(d, table), jctx, done, nil
 }

@@ -36,7 +36,9 @@ func run(ctx context.Context, db *gorm.DB, st statements, fn func(tx *gorm.DB) e
 	if st.d.Kind == dialects.Postgres || st.d.Kind == dialects.SQLServer {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
-	return replay(ctx, maxReplays, func() error { return db.Transaction(fn, opts...) })
+	// Begun on the source under dbresolver; inside the transaction every
+	// statement stays on its connection.
+	return replay(ctx, maxReplays, func() error { return source(db).Transaction(fn, opts...) })
 }
 
 // replay calls try, and calls it again, at most replays more times, while

@@ -49,10 +49,18 @@ func resolve(ctx context.Context, db *gorm.DB, model Holdable) (resource, error)
 		return resource{}, fmt.Errorf("%w: resource %T has a zero primary key (%s): save it first", ErrInvalid, model, field.DBName)
 	}
 	table := sch.Table
-	if t := db.Statement.Table; t != "" {
-		if db.Statement.TableExpr != nil && db.Statement.TableExpr.SQL != db.Statement.Quote(t) {
-			return resource{}, fmt.Errorf("%w: db.Table(%q): name the resource table with a plain table name, or a model whose TableName has the schema", ErrInvalid, db.Statement.TableExpr.SQL)
+	if te := db.Statement.TableExpr; te != nil {
+		// db.Table names the resource table. GORM keeps anything but a
+		// plain name ("x; DROP ...", "rooms r", "a.b") as raw SQL, with
+		// Table empty or only a part of it: refuse it, rather than fall
+		// back to the model's own table and hold a resource the caller did
+		// not name.
+		t := db.Statement.Table
+		if t == "" || len(te.Vars) > 0 || te.SQL != db.Statement.Quote(t) {
+			return resource{}, fmt.Errorf("%w: db.Table(%s): name the resource table with a plain table name, or a model whose TableName has the schema", ErrInvalid, capQuote(te.SQL))
 		}
+		table = t
+	} else if t := db.Statement.Table; t != "" {
 		table = t
 	}
 	id, err := keyString(pk)
@@ -108,4 +116,12 @@ func checkHolder(holder string) error {
 		return fmt.Errorf("%w: holder is not valid UTF-8", ErrInvalid)
 	}
 	return nil
+}
+
+// capQuote quotes s for an error message, cut to 64 bytes.
+func capQuote(s string) string {
+	if len(s) <= 64 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...(%d bytes)", s[:64], len(s))
 }

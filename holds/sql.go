@@ -60,12 +60,29 @@ func (s statements) lockResource(table, key string) (lock, read string) {
 // locked, and miss holds committed since; a locking read always sees the
 // latest committed rows.
 func (s statements) count(share bool) string {
-	q := "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), " + s.now +
+	q := "SELECT COUNT(*), MIN(CASE WHEN " + s.holderIs() + " THEN id END), " + s.now +
 		" FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
 	if share && s.d.IsMySQLFamily() {
 		q += " " + s.d.LockSQL(dialects.ForShare)
 	}
 	return q
+}
+
+// holderIs is the condition "holder equals the bound value", byte for
+// byte. MySQL and MariaDB compare strings with PAD SPACE collations
+// (utf8mb4_bin included: "alice" = "alice "), and SQL Server ignores
+// trailing spaces in = whatever the collation; comparing the values cast to
+// binary is exact there, on a holder column of any type (tables made by an
+// older Migrate have VARCHAR ... utf8mb4_bin). The holder is not in the
+// index, so the cast costs no index use.
+func (s statements) holderIs() string {
+	switch {
+	case s.d.IsMySQLFamily():
+		return "CAST(holder AS BINARY) = CAST(? AS BINARY)"
+	case s.d.Kind == dialects.SQLServer:
+		return "CAST(holder AS VARBINARY(510)) = CAST(? AS VARBINARY(510))"
+	}
+	return "holder = ?"
 }
 
 // isolation returns the query that reads the isolation level of the
@@ -111,12 +128,23 @@ func (s statements) countActive() string {
 // id, holder.
 func (s statements) activeFor() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds +
-		" WHERE resource_type = ? AND resource_id = ? AND holder = ? AND " + s.active() + " ORDER BY id"
+		" WHERE resource_type = ? AND resource_id = ? AND " + s.holderIs() + " AND " + s.active() + " ORDER BY id"
 }
 
 // byID reads one hold. Argument: id.
 func (s statements) byID() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds + " WHERE id = ?"
+}
+
+// byIDLatest is byID for Acquire: inside a caller's transaction on MySQL
+// and MariaDB a locking read, which sees the latest committed row where a
+// plain read would see the caller's REPEATABLE READ snapshot, older than the
+// hold the count has just found.
+func (s statements) byIDLatest(callerTx bool) string {
+	if callerTx && s.d.IsMySQLFamily() {
+		return s.byID() + " " + s.d.LockSQL(dialects.ForShare)
+	}
+	return s.byID()
 }
 
 // activeByID reads one hold if it is active. Argument: id.
@@ -170,16 +198,19 @@ func (s statements) releaseSavepoint() string {
 // differs is the key's type, how strings compare exactly, and whether the
 // index is declared inline.
 func (s statements) createTable() []string {
-	var create, id, str, tail string
+	var create, id, str, tail, holder string
 	inlineIndex := false
 	switch s.d.Kind {
 	case dialects.Postgres:
 		create, id, str = "CREATE TABLE IF NOT EXISTS ", "BIGSERIAL PRIMARY KEY", "VARCHAR(%d) NOT NULL"
 	case dialects.MySQL, dialects.MariaDB:
-		// Binary collation: holders and keys compare exactly, as they do on
-		// the other databases.
+		// Binary collation for the resource: keys compare case-exactly. The
+		// holder is VARBINARY, which does not pad: "alice" and "alice " are
+		// two holders (utf8mb4_bin would make them one on MariaDB and
+		// MySQL 5.7). The queries compare holders exactly on either type.
 		create, id = "CREATE TABLE IF NOT EXISTS ", "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"
 		str, tail, inlineIndex = "VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", " ENGINE=InnoDB", true
+		holder = "VARBINARY(255) NOT NULL"
 	case dialects.SQLServer:
 		create = "IF OBJECT_ID(N'" + s.table + "', N'U') IS NULL CREATE TABLE "
 		id, str, inlineIndex = "BIGINT IDENTITY(1,1) NOT NULL PRIMARY KEY", "NVARCHAR(%d) COLLATE Latin1_General_100_BIN2 NOT NULL", true
@@ -190,6 +221,9 @@ func (s statements) createTable() []string {
 	default:
 		return nil
 	}
+	if holder == "" {
+		holder = fmt.Sprintf(str, 255)
+	}
 	_, bare := splitTable(s.table)
 	index := s.d.QuoteIdent(bare + "_active")
 	cols := "(resource_type, resource_id, released_at, expires_at)"
@@ -197,7 +231,7 @@ func (s statements) createTable() []string {
 		"id " + id + ", " +
 		"resource_type " + fmt.Sprintf(str, 191) + ", " +
 		"resource_id " + fmt.Sprintf(str, 191) + ", " +
-		"holder " + fmt.Sprintf(str, 255) + ", " +
+		"holder " + holder + ", " +
 		"created_at BIGINT NOT NULL, " +
 		"expires_at BIGINT NULL, " +
 		"released_at BIGINT NULL"
