@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
@@ -93,4 +94,52 @@ func TestMySQLCancelWithExhaustedPool(t *testing.T) {
 	require.NoError(t, release())
 	require.NoError(t, advisory.With(context.Background(), waiters.DB, name, func(*gorm.DB) error { return nil }, advisory.Timeout(time.Second)))
 
+}
+
+// With the usual idiom (context.Background() and db.WithContext(r.Context()))
+// an ended db context stops With and Acquire before any SQL and fn does not
+// run; one that ends during the wait ends the wait.
+func TestCancelledDBContextStopsWith(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		bg := context.Background()
+		rctx, cancel := context.WithCancel(bg)
+		cancel()
+		name := testdb.Unique(t, "i12")
+		ran := 0
+		err := advisory.With(bg, tg.DB.WithContext(rctx), name, func(*gorm.DB) error { ran++; return nil })
+		if tg.Is(dialects.SQLite) {
+			require.ErrorIs(t, err, advisory.ErrUnsupported)
+			require.Zero(t, ran)
+			return
+		}
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = advisory.Acquire(bg, tg.DB.WithContext(rctx), name)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Zero(t, ran, "fn ran under an ended db context")
+		require.Zero(t, holder(t, tg, name), "the lock was taken under an ended db context")
+
+		// Ended during the wait.
+		release := hold(t, tg.DB, name, nil)
+		rctx, cancel = context.WithCancel(bg)
+		done := make(chan error, 1)
+		go func() {
+			done <- advisory.With(bg, tg.DB.WithContext(rctx), name, func(*gorm.DB) error { ran++; return nil })
+		}()
+		eventually(t, 5*time.Second, "the waiter never queued", func() bool { return waiting(t, tg, name) >= 1 || tg.Dialect.IsMySQLFamily() })
+		time.Sleep(50 * time.Millisecond) // MySQL cannot tell this wait apart: give it time to start
+		cancel()
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("With kept waiting after its db context ended")
+		}
+		require.ErrorIs(t, err, context.Canceled)
+		// The server ends the cancelled wait on its own schedule (a
+		// backend whose client closed the connection may still be queued).
+		eventually(t, 2*time.Second, "a cancelled wait is still queued", func() bool { return waiting(t, tg, name) == 0 })
+		require.NoError(t, release())
+		require.Zero(t, ran, "fn ran")
+		eventually(t, 2*time.Second, "held after both gave up", func() bool { return holder(t, tg, name) == 0 })
+		t.Logf("%s: an ended db context stopped With and Acquire before any SQL, and a wait", tg.Name)
+	})
 }
