@@ -36,32 +36,38 @@ func Migrate(db *gorm.DB, opts ...Option) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	sess, d, _, done, err := begin(ctx, db)
+	c, err := begin(ctx, db, cfg.table)
 	if err != nil {
 		return err
 	}
-	defer done()
-	st := newStatements(d, cfg.table)
-	create := func(tx *gorm.DB) error {
-		for _, ddl := range st.createTable() {
-			if err := source(tx).Exec(ddl).Error; err != nil {
+	defer c.done()
+	ctx, d := c.ctx, c.d
+	create := func(r runner) error {
+		for _, ddl := range c.st.createTable() {
+			if _, err := r.exec(ctx, ddl); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if lock := st.migrateLock(); lock != "" {
-		err = source(sess).Transaction(func(tx *gorm.DB) error {
-			if err := source(tx).Exec(lock, migrateKey(d, cfg.table)).Error; err != nil {
+	if lock := c.st.migrateLock(); lock != "" {
+		lockThenCreate := func(r runner) error {
+			if _, err := r.exec(ctx, bind(d, lock), migrateKey(d, cfg.table)); err != nil {
 				return fmt.Errorf("taking the migration lock: %w", err)
 			}
-			return create(tx)
-		})
+			return create(r)
+		}
+		if c.callerTx {
+			// In the caller's transaction: the lock lasts until it ends.
+			err = lockThenCreate(c.runner(c.pool))
+		} else {
+			err = c.inTransaction(ctx, nil, lockThenCreate)
+		}
 	} else {
-		err = create(sess)
+		err = create(c.runner(c.pool))
 	}
 	if err != nil {
-		return fmt.Errorf("holds: creating table %s on %s: %w", cfg.table, d, err)
+		return fmt.Errorf("holds: creating table %s on %s: %w", cfg.table, d, ctxError(ctx, err))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 // Column sizes of the holds table.
@@ -20,6 +22,7 @@ const (
 // resource is a Holdable resolved against its GORM schema.
 type resource struct {
 	model Holdable
+	sch   *schema.Schema
 	value reflect.Value // the struct the model points to
 	table string        // unquoted table name
 	key   string        // primary key column
@@ -75,7 +78,7 @@ func resolve(ctx context.Context, db *gorm.DB, model Holdable) (resource, error)
 	case len(id) > maxKeyLen:
 		return resource{}, fmt.Errorf("%w: resource %T primary key %q is longer than %d bytes", ErrInvalid, model, id, maxKeyLen)
 	}
-	return resource{model: model, value: value, table: table, key: field.DBName, pk: pk, id: id}, nil
+	return resource{model: model, sch: sch, value: value, table: table, key: field.DBName, pk: pk, id: id}, nil
 }
 
 // keyString is the string form of a primary key value, as stored in
@@ -104,6 +107,51 @@ func (r resource) fresh() any {
 	p := reflect.New(r.value.Type())
 	p.Elem().Set(r.value)
 	return p.Interface()
+}
+
+// scan reads the first row of rows (SELECT * of the resource's table) into
+// a fresh copy of the resource, as GORM's Scan would: columns the model
+// maps are set through its schema, others skipped. nil when there is no
+// row.
+func (r resource) scan(ctx context.Context, rows *sql.Rows) (Holdable, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	p := reflect.ValueOf(r.fresh())
+	fields := make([]*schema.Field, len(cols))
+	dest := make([]any, len(cols))
+	for i, col := range cols {
+		if f := r.sch.LookUpField(col); f != nil && f.Readable {
+			fields[i] = f
+			dest[i] = f.NewValuePool.Get()
+		} else {
+			dest[i] = new(sql.RawBytes)
+		}
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	for i, f := range fields {
+		if f == nil {
+			continue
+		}
+		err := f.Set(ctx, p.Elem(), dest[i])
+		f.NewValuePool.Put(dest[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	h, ok := p.Interface().(Holdable)
+	if !ok {
+		// HoldCapacity has a value receiver the pointer has too; a
+		// pointer receiver is on p itself. Either way p is Holdable.
+		return nil, fmt.Errorf("%w: %T does not implement Holdable", ErrInvalid, p.Interface())
+	}
+	return h, nil
 }
 
 func checkHolder(holder string) error {

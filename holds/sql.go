@@ -3,6 +3,7 @@ package holds
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/lockplugin/lockplugin/dialects"
 )
@@ -14,8 +15,9 @@ const savepointName = "lockplugin_holds"
 const holdColumns = "id, resource_type, resource_id, holder, created_at, expires_at, released_at"
 
 // statements renders the SQL of one holds table for one database. Every
-// statement binds its values with ?, which GORM turns into the database's
-// placeholder; identifiers are quoted by the dialect.
+// statement binds its values with ?, which bind turns into the database's
+// placeholder (compiled does, once per database and table); identifiers are
+// quoted by the dialect.
 type statements struct {
 	d     dialects.Dialect
 	table string // unquoted holds table, as configured
@@ -152,6 +154,58 @@ func (s statements) activeByID() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds + " WHERE id = ? AND " + s.active()
 }
 
+// grant is PostgreSQL's count-and-insert in one statement, run once the
+// resource row is locked: it inserts the hold when the holder has no active
+// one and the active holds number fewer than the capacity, and returns the
+// new row's id, created_at and expires_at; no row when it inserted nothing
+// (full, or the holder's own hold exists: count tells which). The count is
+// a plain read: at READ COMMITTED (Acquire's own transactions, and the only
+// caller's transactions it accepts) the statement's snapshot is taken after
+// the lock was granted. Arguments ($n): resource type, resource id, holder,
+// TTL in ms (NULL for none), capacity.
+func (s statements) grant() string {
+	return "INSERT INTO " + s.holds + " (resource_type, resource_id, holder, created_at, expires_at) " +
+		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) FROM (SELECT " + s.now + " AS now) AS n " +
+		"WHERE NOT EXISTS (SELECT 1 FROM " + s.holds + " WHERE resource_type = $1 AND resource_id = $2 AND holder = $3 AND " + s.active() + ") " +
+		"AND (SELECT COUNT(*) FROM " + s.holds + " WHERE resource_type = $1 AND resource_id = $2 AND " + s.active() + ") < CAST($5 AS BIGINT) " +
+		"RETURNING id, created_at, expires_at"
+}
+
+// oneStatementGrant reports whether Acquire counts and inserts with grant
+// (PostgreSQL). Elsewhere it counts, then inserts: an INSERT ... SELECT on
+// InnoDB takes shared next-key locks on the holds it reads, which would make
+// acquirers of neighbouring resources wait for each other.
+func (s statements) oneStatementGrant() bool { return s.d.Kind == dialects.Postgres }
+
+// insert adds a hold. Arguments: resource type, resource id, holder,
+// created_at, expires_at. SQL Server answers the new id as a row (OUTPUT);
+// the others through LastInsertId.
+func (s statements) insert() string {
+	cols := " (resource_type, resource_id, holder, created_at, expires_at) "
+	if s.d.Kind == dialects.SQLServer {
+		return "INSERT INTO " + s.holds + cols + "OUTPUT INSERTED.id VALUES (?, ?, ?, ?, ?)"
+	}
+	return "INSERT INTO " + s.holds + cols + "VALUES (?, ?, ?, ?, ?)"
+}
+
+// releaseReturning is release answering the time it set, in the same
+// statement, where the database can (PostgreSQL, SQL Server); "" elsewhere.
+func (s statements) releaseReturning() string {
+	switch s.d.Kind {
+	case dialects.Postgres:
+		return s.release() + " RETURNING released_at"
+	case dialects.SQLServer:
+		return "UPDATE " + s.holds + " SET released_at = " + s.now + " OUTPUT INSERTED.released_at WHERE id = ? AND released_at IS NULL"
+	}
+	return ""
+}
+
+// releasedAt reads when a hold was released (NULL if it is not). Argument:
+// id.
+func (s statements) releasedAt() string {
+	return "SELECT released_at FROM " + s.holds + " WHERE id = ?"
+}
+
 // release marks a hold released unless it already is. Argument: id.
 func (s statements) release() string {
 	return "UPDATE " + s.holds + " SET released_at = " + s.now + " WHERE id = ? AND released_at IS NULL"
@@ -239,4 +293,65 @@ func (s statements) createTable() []string {
 		return []string{table + ", INDEX " + index + " " + cols + ")" + tail}
 	}
 	return []string{table + ")", "CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols}
+}
+
+// compiled is the SQL of one holds table on one database, rendered and
+// bound once: the statements are fixed, so each call only looks them up.
+type compiled struct {
+	count, countShare, grant, insert  string
+	byID, byIDLatest, activeByID      string
+	activeFor, countActive            string
+	release, releaseReturning, relAt  string
+	extend, extendForever, isolation  string
+	savepoint, rollbackTo, releaseSav string
+}
+
+type compiledKey struct {
+	d     dialects.Dialect
+	table string
+}
+
+// compiledCache holds pure functions of their keys, so nothing in it can
+// go stale or need resetting.
+var compiledCache sync.Map // compiledKey -> *compiled
+
+func (s statements) compiled() *compiled {
+	k := compiledKey{s.d, s.table}
+	if c, ok := compiledCache.Load(k); ok {
+		return c.(*compiled)
+	}
+	b := func(q string) string { return bind(s.d, q) }
+	c := &compiled{
+		count: b(s.count(false)), countShare: b(s.count(true)), insert: b(s.insert()),
+		byID: b(s.byID()), byIDLatest: b(s.byIDLatest(true)), activeByID: b(s.activeByID()),
+		activeFor: b(s.activeFor()), countActive: b(s.countActive()),
+		release: b(s.release()), releaseReturning: b(s.releaseReturning()), relAt: b(s.releasedAt()),
+		extend: b(s.extend()), extendForever: b(s.extendForever()), isolation: s.isolation(),
+		savepoint: s.savepoint(), rollbackTo: s.rollbackTo(), releaseSav: s.releaseSavepoint(),
+	}
+	if s.oneStatementGrant() {
+		c.grant = s.grant() // numbered by hand: its arguments repeat
+	}
+	compiledCache.Store(k, c)
+	return c
+}
+
+type lockKey struct {
+	d          dialects.Dialect
+	table, key string
+}
+
+var lockCache sync.Map // lockKey -> [2]string
+
+// lockStatements is lockResource, bound and kept like compiled.
+func (s statements) lockStatements(table, key string) (lock, read string) {
+	k := lockKey{s.d, table, key}
+	if v, ok := lockCache.Load(k); ok {
+		lr := v.([2]string)
+		return lr[0], lr[1]
+	}
+	lock, read = s.lockResource(table, key)
+	lr := [2]string{bind(s.d, lock), bind(s.d, read)}
+	lockCache.Store(k, lr)
+	return lr[0], lr[1]
 }
