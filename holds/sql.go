@@ -158,16 +158,19 @@ func (s statements) activeByID() string {
 // resource row is locked: it inserts the hold when the holder has no active
 // one and the active holds number fewer than the capacity, and returns the
 // new row's id, created_at and expires_at; no row when it inserted nothing
-// (full, or the holder's own hold exists: count tells which). The count is
+// (full, or the holder's own hold exists: count tells which). One scan of
+// the resource's holds counts both, as count does. The count is
 // a plain read: at READ COMMITTED (Acquire's own transactions, and the only
 // caller's transactions it accepts) the statement's snapshot is taken after
 // the lock was granted. Arguments ($n): resource type, resource id, holder,
 // TTL in ms (NULL for none), capacity.
 func (s statements) grant() string {
 	return "INSERT INTO " + s.holds + " (resource_type, resource_id, holder, created_at, expires_at) " +
-		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) FROM (SELECT " + s.now + " AS now) AS n " +
-		"WHERE NOT EXISTS (SELECT 1 FROM " + s.holds + " WHERE resource_type = $1 AND resource_id = $2 AND holder = $3 AND " + s.active() + ") " +
-		"AND (SELECT COUNT(*) FROM " + s.holds + " WHERE resource_type = $1 AND resource_id = $2 AND " + s.active() + ") < CAST($5 AS BIGINT) " +
+		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) " +
+		"FROM (SELECT " + s.now + " AS now) AS n, " +
+		"(SELECT COUNT(*) AS total, COUNT(CASE WHEN holder = $3 THEN 1 END) AS mine FROM " + s.holds +
+		" WHERE resource_type = $1 AND resource_id = $2 AND " + s.active() + ") AS k " +
+		"WHERE k.mine = 0 AND k.total < CAST($5 AS BIGINT) " +
 		"RETURNING id, created_at, expires_at"
 }
 

@@ -186,3 +186,29 @@ func TestHolderComparedExactly(t *testing.T) {
 		t.Errorf("byIDLatest locks where it need not")
 	}
 }
+
+// PostgreSQL's one-statement grant: one scan of the resource's holds
+// counts them and the holder's, and the insert happens only when neither
+// stops it.
+func TestGrantSQL(t *testing.T) {
+	pg := stmts("postgres", "")
+	now := "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+	active := "released_at IS NULL AND (expires_at IS NULL OR expires_at > " + now + ")"
+	want := `INSERT INTO "app_holds" (resource_type, resource_id, holder, created_at, expires_at) ` +
+		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) " +
+		"FROM (SELECT " + now + " AS now) AS n, " +
+		`(SELECT COUNT(*) AS total, COUNT(CASE WHEN holder = $3 THEN 1 END) AS mine FROM "app_holds" WHERE resource_type = $1 AND resource_id = $2 AND ` + active + ") AS k " +
+		"WHERE k.mine = 0 AND k.total < CAST($5 AS BIGINT) RETURNING id, created_at, expires_at"
+	if got := pg.grant(); got != want {
+		t.Errorf("grant:\n got %s\nwant %s", got, want)
+	}
+	if !pg.oneStatementGrant() || stmts("mysql", "10.11.6-MariaDB").oneStatementGrant() || stmts("sqlite", "").oneStatementGrant() {
+		t.Errorf("the one-statement grant is PostgreSQL's only")
+	}
+	if got := pg.compiled().releaseReturning; got != `UPDATE "app_holds" SET released_at = `+now+` WHERE id = $1 AND released_at IS NULL RETURNING released_at` {
+		t.Errorf("release: %s", got)
+	}
+	if got := stmts("sqlserver", "").compiled().insert; got != "INSERT INTO [app_holds] (resource_type, resource_id, holder, created_at, expires_at) OUTPUT INSERTED.id VALUES (@p1, @p2, @p3, @p4, @p5)" {
+		t.Errorf("SQL Server insert: %s", got)
+	}
+}
