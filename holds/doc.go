@@ -125,6 +125,12 @@
 // IsFull and ActiveFor included, since a replica that lags answers for a
 // past that no longer holds.
 //
+// The statements are fixed SQL with bind parameters, rendered once per
+// database and table and sent straight to the connection pool (or the
+// caller's transaction), past GORM's statement builder: they reach GORM's
+// logger, but not GORM callbacks (a tracing plugin built on callbacks does
+// not see them). A DryRun session is refused with ErrInvalid.
+//
 // # Reads
 //
 // Available, IsFull and ActiveFor take no locks and are true as of the

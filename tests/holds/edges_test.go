@@ -279,3 +279,33 @@ func TestConcurrentMigrate(t *testing.T) {
 		})
 	}
 }
+
+// With GORM's PrepareStmt mode the statements go through its prepared
+// pool, and the savepoints of a caller's transaction past it (MySQL does
+// not prepare SAVEPOINT).
+func TestPreparedStatementMode(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		edgeSetup(t, tg)
+		db := tg.DB.Session(&gorm.Session{PrepareStmt: true})
+		ctx := context.Background()
+		s := edgeSeatOf(t, tg.DB, 1)
+		h, err := holds.Acquire(ctx, db, s, "p:1", inEdge)
+		require.NoError(t, err)
+		require.NotNil(t, h)
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+			again, err := holds.Acquire(ctx, tx, s, "p:1", inEdge)
+			if err == nil && (again == nil || again.ID != h.ID) {
+				err = fmt.Errorf("the holder's own hold came back as %+v", again)
+			}
+			if err == nil {
+				var full *holds.Hold
+				if full, err = holds.Acquire(ctx, tx, s, "p:2", inEdge); err == nil && full != nil {
+					err = fmt.Errorf("a second hold on a seat of one: %+v", full)
+				}
+			}
+			return err
+		}))
+		require.NoError(t, holds.Release(ctx, db, h))
+		require.NotNil(t, h.ReleasedAt)
+	})
+}
