@@ -2,6 +2,8 @@ package advisory_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +144,69 @@ func TestCancelledDBContextStopsWith(t *testing.T) {
 		eventually(t, 2*time.Second, "held after both gave up", func() bool { return holder(t, tg, name) == 0 })
 		t.Logf("%s: an ended db context stopped With and Acquire before any SQL, and a wait", tg.Name)
 	})
+}
+
+// A GET_LOCK wait ended by someone else's KILL QUERY, nudged around the
+// holder's release: the wait may come back granted, NULL or with an error,
+// and whatever it was, once both sides are done no session holds the name
+// (advisory releases every hold its session might have before pooling the
+// connection). Counted over the trials.
+func TestMySQLKillQueryRaceLeavesNothingHeld(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	waiters := waiterPool(t, tg)
+	ctx := context.Background()
+	hdb, err := tg.Plain.DB()
+	require.NoError(t, err)
+	hc, err := hdb.Conn(ctx)
+	require.NoError(t, err)
+	defer hc.Close()
+	const trials = 40
+	var granted, failed, leaked int
+	for i := 0; i < trials; i++ {
+		name := fmt.Sprintf("i12-kill-%d-%d", i, time.Now().UnixNano())
+		var got int
+		require.NoError(t, hc.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got))
+		require.Equal(t, 1, got)
+		type result struct {
+			l   *advisory.Lock
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			l, err := advisory.Acquire(ctx, waiters.DB, name, advisory.Timeout(5*time.Second))
+			done <- result{l, err}
+		}()
+		var id int64
+		eventually(t, 5*time.Second, "the waiter never queued", func() bool {
+			_ = tg.Plain.Raw("SELECT COALESCE(MAX(ID), 0) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND DB = ?", waiterDB).Scan(&id).Error
+			return id != 0
+		})
+		offset := time.Duration(i%9-4) * 100 * time.Microsecond
+		go func() {
+			if offset > 0 {
+				time.Sleep(offset)
+			}
+			_ = tg.Plain.Exec(fmt.Sprintf("KILL QUERY %d", id)).Error
+		}()
+		if offset < 0 {
+			time.Sleep(-offset)
+		}
+		_, err := hc.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", name)
+		require.NoError(t, err)
+		r := <-done
+		if r.err == nil {
+			granted++
+			require.NoError(t, r.l.Release(ctx))
+		} else {
+			failed++
+		}
+		time.Sleep(2 * time.Millisecond) // let a late KILL land
+		var holder sql.NullInt64
+		require.NoError(t, tg.Plain.Raw("SELECT IS_USED_LOCK(?)", name).Scan(&holder).Error)
+		if holder.Valid {
+			leaked++
+		}
+	}
+	t.Logf("%s: %d trials, KILL QUERY against the release: %d granted, %d failed, %d names left held", tg.Name, trials, granted, failed, leaked)
+	require.Zero(t, leaked)
 }
