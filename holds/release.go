@@ -92,7 +92,11 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 // lock that resource's row, and move the expiry if the hold is active.
 func extendOnce(ctx context.Context, r runner, c *call, h *Hold, ttl int64) (*Hold, error) {
 	st, q := c.st, c.q
-	cur, err := readHold(ctx, r, st, q.byID, h.ID)
+	byID := q.byID
+	if c.callerTx {
+		byID = q.byIDLatest // the latest row, not the caller's snapshot (MySQL, MariaDB)
+	}
+	cur, err := readHold(ctx, r, st, byID, h.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -309,3 +309,21 @@ func TestPreparedStatementMode(t *testing.T) {
 		require.NotNil(t, h.ReleasedAt)
 	})
 }
+
+// Extend inside a caller's REPEATABLE READ transaction finds a hold that
+// another connection committed after the transaction's snapshot.
+func TestExtendInCallerSnapshot(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	edgeSetup(t, tg)
+	ctx := context.Background()
+	s, other := edgeSeatOf(t, tg.DB, 3), edgeSeatOf(t, tg.DB, 1)
+	tx := tg.DB.Begin(&sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	require.NoError(t, tx.Error)
+	defer tx.Rollback()
+	require.NoError(t, tx.First(&edgeSeat{}, other.ID).Error)
+	h, err := holds.Acquire(ctx, tg.DB, s, "late", inEdge, holds.TTL(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, holds.Extend(ctx, tx, h, time.Hour))
+	require.NoError(t, tx.Commit().Error)
+	require.True(t, h.ExpiresAt.After(time.Now().Add(50*time.Minute)), "expiry %v", h.ExpiresAt)
+}
