@@ -39,7 +39,11 @@ func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) error {
 	}
 	// Released before, or not there at all; or (MySQL, MariaDB, SQLite)
 	// released just now: the row says which.
-	found, err := r.row(ctx, c.q.relAt, []any{h.ID}, &at)
+	relAt := c.q.relAt
+	if c.callerTx {
+		relAt = c.q.relAtLatest
+	}
+	found, err := r.row(ctx, relAt, []any{h.ID}, &at)
 	if err != nil {
 		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 	}

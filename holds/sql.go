@@ -143,10 +143,20 @@ func (s statements) byID() string {
 // plain read would see the caller's REPEATABLE READ snapshot, older than the
 // hold the count has just found.
 func (s statements) byIDLatest(callerTx bool) string {
-	if callerTx && s.d.IsMySQLFamily() {
-		return s.byID() + " " + s.d.LockSQL(dialects.ForShare)
+	if callerTx {
+		return s.latest(s.byID())
 	}
 	return s.byID()
+}
+
+// latest makes a read inside a caller's transaction see the latest
+// committed rows: a locking read on MySQL and MariaDB, whose REPEATABLE
+// READ snapshot may be older; as it is elsewhere (READ COMMITTED).
+func (s statements) latest(q string) string {
+	if s.d.IsMySQLFamily() {
+		return q + " " + s.d.LockSQL(dialects.ForShare)
+	}
+	return q
 }
 
 // activeByID reads one hold if it is active. Argument: id.
@@ -305,6 +315,7 @@ type compiled struct {
 	byID, byIDLatest, activeByID      string
 	activeFor, countActive            string
 	release, releaseReturning, relAt  string
+	relAtLatest                       string
 	extend, extendForever, isolation  string
 	savepoint, rollbackTo, releaseSav string
 }
@@ -329,7 +340,8 @@ func (s statements) compiled() *compiled {
 		byID: b(s.byID()), byIDLatest: b(s.byIDLatest(true)), activeByID: b(s.activeByID()),
 		activeFor: b(s.activeFor()), countActive: b(s.countActive()),
 		release: b(s.release()), releaseReturning: b(s.releaseReturning()), relAt: b(s.releasedAt()),
-		extend: b(s.extend()), extendForever: b(s.extendForever()), isolation: s.isolation(),
+		relAtLatest: b(s.latest(s.releasedAt())),
+		extend:      b(s.extend()), extendForever: b(s.extendForever()), isolation: s.isolation(),
 		savepoint: s.savepoint(), rollbackTo: s.rollbackTo(), releaseSav: s.releaseSavepoint(),
 	}
 	if s.oneStatementGrant() {

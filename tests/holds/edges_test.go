@@ -327,3 +327,24 @@ func TestExtendInCallerSnapshot(t *testing.T) {
 	require.NoError(t, tx.Commit().Error)
 	require.True(t, h.ExpiresAt.After(time.Now().Add(50*time.Minute)), "expiry %v", h.ExpiresAt)
 }
+
+// Release inside a caller's REPEATABLE READ transaction of a hold that was
+// granted and released after the transaction's snapshot: already released,
+// not "not found".
+func TestReleaseInCallerSnapshot(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	edgeSetup(t, tg)
+	ctx := context.Background()
+	s, other := edgeSeatOf(t, tg.DB, 3), edgeSeatOf(t, tg.DB, 1)
+	tx := tg.DB.Begin(&sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	require.NoError(t, tx.Error)
+	defer tx.Rollback()
+	require.NoError(t, tx.First(&edgeSeat{}, other.ID).Error)
+	h, err := holds.Acquire(ctx, tg.DB, s, "late", inEdge)
+	require.NoError(t, err)
+	require.NoError(t, holds.Release(ctx, tg.DB, h))
+	h.ReleasedAt = nil
+	require.NoError(t, holds.Release(ctx, tx, h))
+	require.NotNil(t, h.ReleasedAt)
+	require.NoError(t, tx.Commit().Error)
+}
