@@ -24,9 +24,13 @@ import (
 // grants nothing new and leaves the existing holds alone; a capacity of zero
 // or less is always full.
 //
+// Holders compare byte for byte ("alice" and "alice " are two holders).
+// The call ends when ctx or db's own context ends, whichever is first.
+//
 // The resource's row must exist (ErrNotFound otherwise). A resource without
-// a single-column primary key or with a zero key, an empty holder or a
-// negative TTL is refused with ErrInvalid before anything is sent. When db
+// a single-column primary key or with a zero key, an empty holder, a
+// negative TTL, or a db.Table that is not a plain table name is refused
+// with ErrInvalid before anything is sent. When db
 // is a transaction the hold is taken inside it, under a savepoint; on
 // PostgreSQL that transaction must be READ COMMITTED, and on SQL Server not
 // SNAPSHOT (ErrUnsupported otherwise; see the package documentation).
