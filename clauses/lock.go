@@ -171,7 +171,8 @@ func ForUpdate(opts ...LockOption) clause.Expression {
 
 // ForShare locks the selected rows against writers but lets other FOR SHARE
 // readers in (FOR SHARE; LOCK IN SHARE MODE on MariaDB and MySQL before
-// 8.0.1; HOLDLOCK on SQL Server). Oracle and SQLite refuse it.
+// 8.0.1; REPEATABLEREAD, ROWLOCK on SQL Server). Oracle and SQLite refuse
+// it.
 func ForShare(opts ...LockOption) clause.Expression {
 	return newLock(dialects.ForShare, opts)
 }
