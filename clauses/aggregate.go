@@ -24,24 +24,36 @@ func aggregated(stmt *gorm.Statement) string {
 	if _, ok := stmt.Clauses["GROUP BY"]; ok {
 		return "GROUP BY"
 	}
+	const inSelect = "an aggregate function or DISTINCT in its select list"
 	if c, ok := stmt.Clauses["SELECT"]; ok {
-		if sel, ok := c.Expression.(clause.Select); ok {
+		e := c.Expression
+		if sel, ok := e.(clause.Select); ok {
 			if sel.Distinct {
 				return "DISTINCT"
 			}
-			if e, ok := sel.Expression.(clause.Expr); ok && aggregateCall.MatchString(e.SQL) {
-				return "an aggregate function or DISTINCT in its select list"
-			}
 			for _, col := range sel.Columns {
 				if aggregateCall.MatchString(col.Name) {
-					return "an aggregate function or DISTINCT in its select list"
+					return inSelect
 				}
+			}
+			e = sel.Expression
+		}
+		// clause.Select's MergeClause stores a select expression (Count's
+		// count(*), Select("SUM(n)")) in place of the Select itself.
+		switch x := e.(type) {
+		case clause.Expr:
+			if aggregateCall.MatchString(x.SQL) {
+				return inSelect
+			}
+		case clause.NamedExpr:
+			if aggregateCall.MatchString(x.SQL) {
+				return inSelect
 			}
 		}
 	}
 	for _, col := range stmt.Selects {
 		if aggregateCall.MatchString(col) {
-			return "an aggregate function or DISTINCT in its select list"
+			return inSelect
 		}
 	}
 	return ""
