@@ -163,7 +163,7 @@ func (r *registration) beforeQuery(db *gorm.DB) {
 	stmt.Settings.Delete(waitRestoreKey)
 	if !stmt.DB.DryRun {
 		if err := r.target.setWait(stmt, l); err != nil {
-			_ = db.AddError(err)
+			refuse(stmt, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package clauses
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
 // waitAtMost is the option WaitAtMost returns.
@@ -108,8 +110,23 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 	if l.wait <= 0 || t.d.LockWaitStyle() != dialects.WaitSetting {
 		return nil
 	}
-	ctx := stmt.Context
 	pool := stmt.ConnPool
+	if !plugin.InTransaction(pool) {
+		// Outside a transaction (AllowLocksOutsideTransaction) the
+		// setting and the query could run on different pooled connections,
+		// and SET LOCAL would not even last until the query.
+		return &dialects.UnsupportedError{
+			Dialect: t.d.String(), Feature: l.describe(stmt) + " outside a transaction",
+			Reason: "the bound is a setting that must be changed on the connection that runs the query, and only a transaction pins one; run it inside db.Transaction",
+		}
+	}
+	ctx := stmt.Context
+	// The restore must run even when the query's context ended (a
+	// deadline that fired during the wait): it gets a context of its own,
+	// bounded so that a dead connection cannot hang the caller.
+	restoreCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	}
 	switch t.d.Kind {
 	case dialects.Postgres:
 		// set_config(..., true) is SET LOCAL: it ends with the transaction
@@ -121,6 +138,8 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 			return fmt.Errorf("lockplugin: setting lock_timeout for %s on PostgreSQL: %w", l.describe(stmt), err)
 		}
 		stmt.Settings.Store(waitRestoreKey, func(failed bool) error {
+			ctx, cancel := restoreCtx()
+			defer cancel()
 			var got string
 			if err := pool.QueryRowContext(ctx, pgRestoreLockTimeout, prev).Scan(&got); err != nil {
 				if failed {
@@ -143,6 +162,8 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 			return fmt.Errorf("lockplugin: setting LOCK_TIMEOUT for %s on SQL Server: %w", l.describe(stmt), err)
 		}
 		stmt.Settings.Store(waitRestoreKey, func(bool) error {
+			ctx, cancel := restoreCtx()
+			defer cancel()
 			if _, err := pool.ExecContext(ctx, fmt.Sprintf(msRestoreLockTimeout, prev)); err != nil {
 				return fmt.Errorf("lockplugin: restoring LOCK_TIMEOUT to %d after %s on SQL Server (the connection keeps the bound until it is reset): %w", prev, l.describe(stmt), err)
 			}
@@ -151,6 +172,9 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 	}
 	return nil
 }
+
+// restoreTimeout bounds the statement that puts a lock timeout back.
+const restoreTimeout = 5 * time.Second
 
 // The statements around a setting-style wait, exact SQL (tests compare it).
 const (

@@ -24,8 +24,12 @@ import (
 // TestRenderWait: WaitAtMost's exact SQL where the bound is part of the
 // lock clause, and its refusals (before any SQL) elsewhere.
 func TestRenderWait(t *testing.T) {
-	wait := func(opts ...lockplugin.LockOption) func(db *gorm.DB) *gorm.DB { return find(lockplugin.ForUpdate(opts...)) }
-	share := func(opts ...lockplugin.LockOption) func(db *gorm.DB) *gorm.DB { return find(lockplugin.ForShare(opts...)) }
+	wait := func(opts ...lockplugin.LockOption) func(db *gorm.DB) *gorm.DB {
+		return find(lockplugin.ForUpdate(opts...))
+	}
+	share := func(opts ...lockplugin.LockOption) func(db *gorm.DB) *gorm.DB {
+		return find(lockplugin.ForShare(opts...))
+	}
 	w := lockplugin.WaitAtMost
 	setting := "error: in DryRun, ToSQL or a subquery is not supported on "
 	cases := []struct {
@@ -133,9 +137,11 @@ func (d *stmtDriver) statements() []string {
 
 type stmtConn struct{ d *stmtDriver }
 
-func (c stmtConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("stmtDriver: no Prepare") }
-func (c stmtConn) Close() error                        { return nil }
-func (c stmtConn) Begin() (driver.Tx, error)           { c.d.record("BEGIN"); return stmtTx(c), nil }
+func (c stmtConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("stmtDriver: no Prepare")
+}
+func (c stmtConn) Close() error              { return nil }
+func (c stmtConn) Begin() (driver.Tx, error) { c.d.record("BEGIN"); return stmtTx(c), nil }
 
 func (c stmtConn) QueryContext(_ context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
 	c.d.record(q + namedArgs(args))
@@ -192,7 +198,7 @@ func (r *stmtRows) Next(dest []driver.Value) error {
 
 // stmtDB opens GORM's real PostgreSQL or SQL Server dialector over a
 // stmtDriver, with lockplugin registered.
-func stmtDB(t *testing.T, kind string, d *stmtDriver) *gorm.DB {
+func stmtDB(t *testing.T, kind string, d *stmtDriver, opts ...lockplugin.Option) *gorm.DB {
 	t.Helper()
 	pool := sql.OpenDB(d)
 	t.Cleanup(func() { _ = pool.Close() })
@@ -207,7 +213,7 @@ func stmtDB(t *testing.T, kind string, d *stmtDriver) *gorm.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(lockplugin.New()); err != nil {
+	if err := db.Use(lockplugin.New(opts...)); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -280,6 +286,18 @@ func TestWaitStatements(t *testing.T) {
 	})
 
 	for _, kind := range []string{"postgres", "sqlserver"} {
+		t.Run(kind+" outside a transaction refused", func(t *testing.T) {
+			d := &stmtDriver{}
+			db := stmtDB(t, kind, d, lockplugin.AllowLocksOutsideTransaction())
+			var jobs []lkJob
+			err := db.Clauses(lockplugin.ForUpdate(lockplugin.WaitAtMost(time.Second))).Find(&jobs).Error
+			if !errors.Is(err, lockplugin.ErrUnsupported) || !strings.Contains(err.Error(), "outside a transaction") {
+				t.Fatalf("want ErrUnsupported, got %v", err)
+			}
+			if got := d.statements(); len(got) != 0 {
+				t.Fatalf("statements %q; want none", got)
+			}
+		})
 		t.Run(kind+" Row and Rows refused", func(t *testing.T) {
 			d := &stmtDriver{}
 			db := stmtDB(t, kind, d)
@@ -321,4 +339,3 @@ func TestSQLServerReadPastRefused(t *testing.T) {
 		t.Fatal("a lock without SkipLocked was classified as a READPAST refusal")
 	}
 }
-
