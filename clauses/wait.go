@@ -130,8 +130,9 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 	switch t.d.Kind {
 	case dialects.Postgres:
 		// set_config(..., true) is SET LOCAL: it ends with the transaction
-		// (or the savepoint) in any case. The select list is evaluated in
-		// order, so prev is the value before the change.
+		// (or the savepoint) in any case. OFFSET 0 keeps the subquery a
+		// plan node of its own, so its row (the value before the change)
+		// is produced before the outer select list calls set_config.
 		var prev, now string
 		want := strconv.FormatInt(dialects.WaitMillis(l.wait), 10) + "ms"
 		if err := pool.QueryRowContext(ctx, pgSetLockTimeout, want).Scan(&prev, &now); err != nil {
@@ -178,7 +179,7 @@ const restoreTimeout = 5 * time.Second
 
 // The statements around a setting-style wait, exact SQL (tests compare it).
 const (
-	pgSetLockTimeout     = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', $1, true)"
+	pgSetLockTimeout     = "SELECT prev.v, set_config('lock_timeout', $1, true) FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS prev"
 	pgRestoreLockTimeout = "SELECT set_config('lock_timeout', $1, true)"
 	msSetLockTimeout     = "DECLARE @lockplugin_prev int = @@LOCK_TIMEOUT; SET LOCK_TIMEOUT %d; SELECT @lockplugin_prev"
 	msRestoreLockTimeout = "SET LOCK_TIMEOUT %d"

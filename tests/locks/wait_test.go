@@ -231,14 +231,14 @@ func TestWaitStatements(t *testing.T) {
 	}{
 		{"postgres", lockplugin.WaitAtMost(300 * time.Millisecond), []string{
 			"BEGIN",
-			"SELECT current_setting('lock_timeout'), set_config('lock_timeout', $1, true) [300ms]",
+			"SELECT prev.v, set_config('lock_timeout', $1, true) FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS prev [300ms]",
 			`SELECT * FROM "lk_jobs" WHERE state = $1 FOR UPDATE [queued]`,
 			"SELECT set_config('lock_timeout', $1, true) [0]",
 			"COMMIT",
 		}},
 		{"postgres", lockplugin.WaitAtMost(1500 * time.Microsecond), []string{
 			"BEGIN",
-			"SELECT current_setting('lock_timeout'), set_config('lock_timeout', $1, true) [2ms]",
+			"SELECT prev.v, set_config('lock_timeout', $1, true) FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS prev [2ms]",
 			`SELECT * FROM "lk_jobs" WHERE state = $1 FOR UPDATE [queued]`,
 			"SELECT set_config('lock_timeout', $1, true) [0]",
 			"COMMIT",
