@@ -74,12 +74,14 @@ func Of(tables ...string) LockOption { return clauses.Of(tables...) }
 // value set back after it (d rounded up to milliseconds; the timeout
 // aborts the transaction, as every PostgreSQL error does, unless it ran
 // under a savepoint such as a nested db.Transaction). SQL Server: SET
-// LOCK_TIMEOUT before and the previous value after. MariaDB 10.3+ and
-// Oracle: FOR UPDATE WAIT n, n in whole seconds rounded up. Elsewhere
-// (MySQL, SQLite) it fails with ErrUnsupported before any SQL; with NoWait
-// or SkipLocked, with ErrInvalidLock. Where the bound is a setting
-// (PostgreSQL, SQL Server) it is refused in DryRun, ToSQL, subqueries, Row
-// and Rows.
+// LOCK_TIMEOUT before and the previous value after. MySQL: SET SESSION
+// innodb_lock_wait_timeout and lock_wait_timeout before and the previous
+// values after, in whole seconds rounded up. MariaDB 10.3+ and Oracle:
+// FOR UPDATE WAIT n, n in whole seconds rounded up. SQLite refuses it with
+// ErrUnsupported before any SQL; with NoWait or SkipLocked it is
+// ErrInvalidLock. Where the bound is a setting (PostgreSQL, SQL Server,
+// MySQL) it is refused in DryRun, ToSQL, subqueries, Row, Rows and Scan,
+// and outside a transaction.
 func WaitAtMost(d time.Duration) LockOption { return clauses.WaitAtMost(d) }
 
 // NoLock removes any lock (lockplugin's or GORM's clause.Locking) from the

@@ -2,7 +2,6 @@ package clauses
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -30,7 +29,7 @@ func (w waitAtMost) applyLock(l *lock) {
 
 // WaitAtMost bounds how long the lock waits for a row that someone else
 // has locked: after d the query fails with ErrLockNotAvailable, and the
-// transaction may go on (MariaDB, Oracle, SQL Server) or must be rolled
+// transaction may go on (MySQL, MariaDB, Oracle, SQL Server) or must be rolled
 // back (PostgreSQL, where every error aborts the transaction; a
 // savepoint, e.g. a nested db.Transaction, keeps the rest).
 //
@@ -44,16 +43,20 @@ func (w waitAtMost) applyLock(l *lock) {
 //     locks included.
 //   - SQL Server: SET LOCK_TIMEOUT before the query and the previous value
 //     set back after it, in milliseconds.
+//   - MySQL: SET SESSION innodb_lock_wait_timeout and lock_wait_timeout
+//     before the query and the previous values set back after it, in whole
+//     seconds rounded up. The SET_VAR optimizer hint is not used: which
+//     variables it may set differs by server and version, and a hint the
+//     server ignores drops the bound with no more than a warning.
 //   - MariaDB 10.3+ and Oracle: FOR UPDATE WAIT n, n in whole seconds,
 //     rounded up (WaitAtMost(300*time.Millisecond) waits up to 1 s).
 //
-// Elsewhere it fails with ErrUnsupported before any SQL is sent: MySQL
-// (its SET_VAR hint does not apply to innodb_lock_wait_timeout), SQLite,
-// and MariaDB before 10.3. On PostgreSQL and SQL Server the bound is set
+// Elsewhere it fails with ErrUnsupported before any SQL is sent: SQLite,
+// and MariaDB before 10.3. On PostgreSQL, SQL Server and MySQL the bound is set
 // by statements around the query, so there it is refused in DryRun, ToSQL
 // and subqueries, and with Row and Rows (whose rows are still open when
-// the setting must be put back); use Find, First, Take or Scan into a
-// struct with Find. With NoWait or SkipLocked it fails with ErrInvalidLock:
+// the setting must be put back; Scan reads through Rows): use Find, First
+// or Take. With NoWait or SkipLocked it fails with ErrInvalidLock:
 // neither waits for a locked row.
 func WaitAtMost(d time.Duration) LockOption { return waitAtMost(d) }
 
@@ -70,10 +73,6 @@ func (t *target) checkWait(stmt *gorm.Statement, l lock) error {
 		return fmt.Errorf("%w: %s with %s: NOWAIT and SKIP LOCKED never wait for a locked row, so there is no wait to bound", ErrInvalidLock, waitPhrase(l.wait), map[bool]string{true: "NoWait", false: "SkipLocked"}[l.noWait])
 	}
 	if err := t.require(dialects.LockWait, l, stmt); err != nil {
-		var ue *dialects.UnsupportedError
-		if errors.As(err, &ue) && ue.Reason == "" && t.d.Kind == dialects.MySQL {
-			ue.Reason = "MySQL cannot bound the lock wait of one statement: its SET_VAR hint does not apply to innodb_lock_wait_timeout; use NoWait, or set innodb_lock_wait_timeout for the session"
-		}
 		return err
 	}
 	if t.d.LockWaitStyle() == dialects.WaitSetting && stmt != nil && stmt.DB != nil && stmt.DB.DryRun {
@@ -153,6 +152,29 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 			}
 			return nil
 		})
+	case dialects.MySQL:
+		// Both timeouts: innodb_lock_wait_timeout bounds the wait for an
+		// InnoDB row lock, lock_wait_timeout the wait for the table's
+		// metadata lock (an ALTER TABLE in progress), which MariaDB's WAIT
+		// n bounds too. They belong to the session, so they are put back
+		// whatever the query's outcome. Two statements: the MySQL driver
+		// sends one per round trip unless multiStatements is set.
+		var prevRow, prevMeta int64
+		if err := pool.QueryRowContext(ctx, myReadLockTimeouts).Scan(&prevRow, &prevMeta); err != nil {
+			return fmt.Errorf("lockplugin: reading innodb_lock_wait_timeout for %s on %s: %w", l.describe(stmt), t.d, err)
+		}
+		secs := dialects.WaitSeconds(l.wait)
+		if _, err := pool.ExecContext(ctx, fmt.Sprintf(mySetLockTimeouts, secs, secs)); err != nil {
+			return fmt.Errorf("lockplugin: setting innodb_lock_wait_timeout for %s on %s: %w", l.describe(stmt), t.d, err)
+		}
+		stmt.Settings.Store(waitRestoreKey, func(bool) error {
+			ctx, cancel := restoreCtx()
+			defer cancel()
+			if _, err := pool.ExecContext(ctx, fmt.Sprintf(mySetLockTimeouts, prevRow, prevMeta)); err != nil {
+				return fmt.Errorf("lockplugin: restoring innodb_lock_wait_timeout to %d and lock_wait_timeout to %d after %s on %s (the connection keeps the bound): %w", prevRow, prevMeta, l.describe(stmt), t.d, err)
+			}
+			return nil
+		})
 	case dialects.SQLServer:
 		// LOCK_TIMEOUT belongs to the session, not the transaction: it must
 		// be put back whatever the query's outcome. The value is an
@@ -183,6 +205,8 @@ const (
 	pgRestoreLockTimeout = "SELECT set_config('lock_timeout', $1, true)"
 	msSetLockTimeout     = "DECLARE @lockplugin_prev int = @@LOCK_TIMEOUT; SET LOCK_TIMEOUT %d; SELECT @lockplugin_prev"
 	msRestoreLockTimeout = "SET LOCK_TIMEOUT %d"
+	myReadLockTimeouts   = "SELECT @@SESSION.innodb_lock_wait_timeout, @@SESSION.lock_wait_timeout"
+	mySetLockTimeouts    = "SET SESSION innodb_lock_wait_timeout = %d, lock_wait_timeout = %d"
 )
 
 // restoreWait runs after the query: it puts back the setting setWait

@@ -72,6 +72,7 @@ var rules = []rule{
 	{kind: MySQL, feature: NoWait, since: from(8, 0, 1)},
 	{kind: MySQL, feature: SkipLocked, since: from(8, 0, 1)},
 	{kind: MySQL, feature: LockOf, since: from(8, 0, 1)},
+	{kind: MySQL, feature: LockWait, note: "`SET SESSION innodb_lock_wait_timeout, lock_wait_timeout`, restored after"},
 	{kind: MySQL, feature: AdvisoryLock},
 	{kind: MySQL, feature: CapacityHolds},
 	{kind: MySQL, feature: LeaseTable},

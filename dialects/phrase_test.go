@@ -94,6 +94,7 @@ func TestWaitRounding(t *testing.T) {
 		{"mysql", "10.11.6-MariaDB", "WAIT 1"},
 		{"mysql", "10.2.44-MariaDB", ""},
 		{"mysql", "8.0.36", ""},
+		{"mysql", "5.7.44", ""},
 		{"postgres", "", ""},
 		{"sqlserver", "", ""},
 		{"sqlite", "", ""},

@@ -27,8 +27,9 @@ const (
 	WaitInline
 	// WaitSetting: the bound is a session or transaction setting, set by a
 	// statement sent before the query and restored by one sent after it
-	// (PostgreSQL's lock_timeout, SQL Server's LOCK_TIMEOUT), in
-	// milliseconds.
+	// (PostgreSQL's lock_timeout and SQL Server's LOCK_TIMEOUT, in
+	// milliseconds; MySQL's innodb_lock_wait_timeout and
+	// lock_wait_timeout, in seconds).
 	WaitSetting
 )
 
@@ -40,7 +41,7 @@ func (d Dialect) LockWaitStyle() WaitStyle {
 	switch d.Kind {
 	case Oracle, MariaDB:
 		return WaitInline
-	case Postgres, SQLServer:
+	case Postgres, SQLServer, MySQL:
 		return WaitSetting
 	}
 	return WaitUnsupported

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	mysqldialect "gorm.io/driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/dialects"
@@ -36,8 +38,13 @@ func waitSettingOf(tg *testdb.Target) (waitSetting, bool) {
 	switch tg.Dialect.Kind {
 	case dialects.Postgres:
 		return waitSetting{"SHOW lock_timeout", "SET lock_timeout = '7s'", "RESET lock_timeout", 300 * time.Millisecond}, true
-	case dialects.MariaDB:
-		return waitSetting{"SELECT @@innodb_lock_wait_timeout", "SET SESSION innodb_lock_wait_timeout = 7", "SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout", time.Second}, true
+	case dialects.MariaDB, dialects.MySQL:
+		return waitSetting{
+			"SELECT CONCAT(@@SESSION.innodb_lock_wait_timeout, '/', @@SESSION.lock_wait_timeout)",
+			"SET SESSION innodb_lock_wait_timeout = 7, lock_wait_timeout = 7",
+			"SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout, lock_wait_timeout = @@GLOBAL.lock_wait_timeout",
+			time.Second,
+		}, true
 	case dialects.SQLServer:
 		return waitSetting{"SELECT @@LOCK_TIMEOUT", "SET LOCK_TIMEOUT 7000", "SET LOCK_TIMEOUT -1", 300 * time.Millisecond}, true
 	}
@@ -69,117 +76,145 @@ func readSetting(ctx context.Context, t *testing.T, q interface {
 // the bound, and the session's own lock timeout is the same afterwards:
 // in the same transaction (after the timeout, under a savepoint, and after
 // a bounded lock that was granted) and after the commit.
+//
+// "mysql-path" runs MySQL's way (the session's timeouts set and put back
+// around the query) against the MariaDB server, through a dialector that
+// reports MySQL 8.0.36: both servers have the same variables, and no
+// MySQL server is at hand here.
 func TestWaitAtMostLive(t *testing.T) {
-	for _, kind := range []string{testdb.Postgres, testdb.MySQL, testdb.SQLServer} {
+	for _, kind := range []string{testdb.Postgres, testdb.MySQL, testdb.SQLServer, "mysql-path"} {
 		t.Run(kind, func(t *testing.T) {
-			tg := testdb.Get(t, kind)
-			ctx := liveContext(t)
-			tg.Reset(t, &i14bRow{})
-			if err := tg.DB.Create(&[]i14bRow{{ID: 1}, {ID: 2}}).Error; err != nil {
-				t.Fatal(err)
+			var tg *testdb.Target
+			if kind == "mysql-path" {
+				tg = asMySQL8(t, testdb.Get(t, testdb.MySQL))
+			} else {
+				tg = testdb.Get(t, kind)
 			}
-			ws, ok := waitSettingOf(tg)
-			if !ok {
-				// MySQL: refused before any SQL.
-				err := tg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-					var r i14bRow
-					return tx.Clauses(lockplugin.ForUpdate(lockplugin.WaitAtMost(time.Second))).First(&r, 1).Error
-				})
-				if !errors.Is(err, lockplugin.ErrUnsupported) {
-					t.Fatalf("%s: want ErrUnsupported, got %v", tg.Dialect, err)
-				}
-				return
-			}
-			lockRow := func(tx *gorm.DB, opts ...lockplugin.LockOption) error {
-				var r i14bRow
-				return tx.Clauses(lockplugin.ForUpdate(opts...)).First(&r, 1).Error
-			}
-
-			// The unprotected version: no bound, the waiter waits.
-			holder := begin(t, ctx, tg.DB)
-			if err := lockRow(holder); err != nil {
-				t.Fatal(err)
-			}
-			waiter := begin(t, ctx, tg.DB)
-			done := make(chan error, 1)
-			start := time.Now()
-			go func() { done <- lockRow(waiter) }()
-			select {
-			case err := <-done:
-				t.Fatalf("the unbounded waiter returned after %v while the row was held: %v", time.Since(start), err)
-			case <-time.After(2 * ws.bound):
-			}
-			t.Logf("%s: unbounded waiter still waiting after %v (2x the bound)", tg.Dialect, time.Since(start).Round(time.Millisecond))
-			if err := holder.Commit().Error; err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
-				t.Fatalf("the unbounded waiter, once the holder committed: %v", err)
-			}
-			if err := waiter.Commit().Error; err != nil {
-				t.Fatal(err)
-			}
-
-			// The bounded wait, on a session whose own timeout is 7 s.
-			holder = begin(t, ctx, tg.DB)
-			if err := lockRow(holder); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := tg.SQL.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_, _ = conn.ExecContext(context.Background(), ws.reset)
-				_ = conn.Close()
-			})
-			if _, err := conn.ExecContext(ctx, ws.set); err != nil {
-				t.Fatal(err)
-			}
-			sessionBefore := readSetting(ctx, t, conn, ws.read)
-			trials := 3
-			if ws.bound >= time.Second {
-				trials = 2 // whole seconds: keep the suite fast
-			}
-			for i := range trials {
-				tx, err := conn.BeginTx(ctx, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				db := onTx(ctx, tg, tx)
-				before := readSetting(ctx, t, tx, ws.read)
-				start := time.Now()
-				// A nested Transaction is a savepoint: on PostgreSQL the
-				// timeout aborts only it, and the test can read on.
-				err = db.Transaction(func(sp *gorm.DB) error { return lockRow(sp, lockplugin.WaitAtMost(ws.bound)) })
-				took := time.Since(start)
-				if !errors.Is(err, lockplugin.ErrLockNotAvailable) {
-					_ = tx.Rollback()
-					t.Fatalf("trial %d: want ErrLockNotAvailable after %v, got %v after %v", i, ws.bound, err, took)
-				}
-				if took < ws.bound || took > 10*ws.bound+5*time.Second {
-					_ = tx.Rollback()
-					t.Fatalf("trial %d: the bounded waiter returned after %v, bound %v", i, took, ws.bound)
-				}
-				t.Logf("%s trial %d: WaitAtMost(%v) returned ErrLockNotAvailable after %v", tg.Dialect, i, ws.bound, took.Round(time.Millisecond))
-				afterTimeout := readSetting(ctx, t, tx, ws.read)
-				// A bounded lock that is granted (row 2 is free) puts the
-				// setting back too.
-				var r i14bRow
-				if err := db.Clauses(lockplugin.ForUpdate(lockplugin.WaitAtMost(ws.bound))).First(&r, 2).Error; err != nil {
-					_ = tx.Rollback()
-					t.Fatalf("trial %d: bounded lock of a free row: %v", i, err)
-				}
-				afterGrant := readSetting(ctx, t, tx, ws.read)
-				if err := tx.Commit(); err != nil {
-					t.Fatal(err)
-				}
-				afterCommit := readSetting(ctx, t, conn, ws.read)
-				if got := fmt.Sprint(before, afterTimeout, afterGrant, afterCommit); got != fmt.Sprint(sessionBefore, sessionBefore, sessionBefore, sessionBefore) {
-					t.Fatalf("trial %d: %s before, after the timeout, after a granted lock, after commit: %s; want %s each", i, ws.read, got, sessionBefore)
-				}
-			}
-			t.Logf("%s: %s = %s before and after %d bounded waits", tg.Dialect, ws.read, sessionBefore, trials)
+			runWaitLive(t, tg)
 		})
 	}
+}
+
+// asMySQL8 opens tg's server through a MySQL dialector that reports
+// version 8.0.36, with lockplugin registered.
+func asMySQL8(t *testing.T, tg *testdb.Target) *testdb.Target {
+	t.Helper()
+	if !tg.Is(dialects.MariaDB) {
+		t.Skipf("the MySQL path is run against MariaDB; this server is %s", tg.Dialect)
+	}
+	db, err := gorm.Open(mysqldialect.New(mysqldialect.Config{Conn: tg.SQL, SkipInitializeWithVersion: true, ServerVersion: "8.0.36"}),
+		&gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(lockplugin.New()); err != nil {
+		t.Fatal(err)
+	}
+	d := dialects.Of(db)
+	if d.Kind != dialects.MySQL {
+		t.Fatalf("dialect %s, want MySQL", d)
+	}
+	return &testdb.Target{Name: "mysql-path", Dialect: d, DB: db, Plain: tg.Plain, SQL: tg.SQL, DSN: tg.DSN}
+}
+
+func runWaitLive(t *testing.T, tg *testdb.Target) {
+	ctx := liveContext(t)
+	tg.Reset(t, &i14bRow{})
+	if err := tg.DB.Create(&[]i14bRow{{ID: 1}, {ID: 2}}).Error; err != nil {
+		t.Fatal(err)
+	}
+	ws, ok := waitSettingOf(tg)
+	if !ok {
+		t.Fatalf("no lock timeout setting known for %s", tg.Dialect)
+	}
+	lockRow := func(tx *gorm.DB, opts ...lockplugin.LockOption) error {
+		var r i14bRow
+		return tx.Clauses(lockplugin.ForUpdate(opts...)).First(&r, 1).Error
+	}
+
+	// The unprotected version: no bound, the waiter waits.
+	holder := begin(t, ctx, tg.DB)
+	if err := lockRow(holder); err != nil {
+		t.Fatal(err)
+	}
+	waiter := begin(t, ctx, tg.DB)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- lockRow(waiter) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the unbounded waiter returned after %v while the row was held: %v", time.Since(start), err)
+	case <-time.After(2 * ws.bound):
+	}
+	t.Logf("%s: unbounded waiter still waiting after %v (2x the bound)", tg.Dialect, time.Since(start).Round(time.Millisecond))
+	if err := holder.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the unbounded waiter, once the holder committed: %v", err)
+	}
+	if err := waiter.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+
+	// The bounded wait, on a session whose own timeout is 7 s.
+	holder = begin(t, ctx, tg.DB)
+	if err := lockRow(holder); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tg.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.ExecContext(context.Background(), ws.reset)
+		_ = conn.Close()
+	})
+	if _, err := conn.ExecContext(ctx, ws.set); err != nil {
+		t.Fatal(err)
+	}
+	sessionBefore := readSetting(ctx, t, conn, ws.read)
+	trials := 3
+	if ws.bound >= time.Second {
+		trials = 2 // whole seconds: keep the suite fast
+	}
+	for i := range trials {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := onTx(ctx, tg, tx)
+		before := readSetting(ctx, t, tx, ws.read)
+		start := time.Now()
+		// A nested Transaction is a savepoint: on PostgreSQL the
+		// timeout aborts only it, and the test can read on.
+		err = db.Transaction(func(sp *gorm.DB) error { return lockRow(sp, lockplugin.WaitAtMost(ws.bound)) })
+		took := time.Since(start)
+		if !errors.Is(err, lockplugin.ErrLockNotAvailable) {
+			_ = tx.Rollback()
+			t.Fatalf("trial %d: want ErrLockNotAvailable after %v, got %v after %v", i, ws.bound, err, took)
+		}
+		if took < ws.bound || took > 10*ws.bound+5*time.Second {
+			_ = tx.Rollback()
+			t.Fatalf("trial %d: the bounded waiter returned after %v, bound %v", i, took, ws.bound)
+		}
+		t.Logf("%s trial %d: WaitAtMost(%v) returned ErrLockNotAvailable after %v", tg.Dialect, i, ws.bound, took.Round(time.Millisecond))
+		afterTimeout := readSetting(ctx, t, tx, ws.read)
+		// A bounded lock that is granted (row 2 is free) puts the
+		// setting back too.
+		var r i14bRow
+		if err := db.Clauses(lockplugin.ForUpdate(lockplugin.WaitAtMost(ws.bound))).First(&r, 2).Error; err != nil {
+			_ = tx.Rollback()
+			t.Fatalf("trial %d: bounded lock of a free row: %v", i, err)
+		}
+		afterGrant := readSetting(ctx, t, tx, ws.read)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		afterCommit := readSetting(ctx, t, conn, ws.read)
+		if got := fmt.Sprint(before, afterTimeout, afterGrant, afterCommit); got != fmt.Sprint(sessionBefore, sessionBefore, sessionBefore, sessionBefore) {
+			t.Fatalf("trial %d: %s before, after the timeout, after a granted lock, after commit: %s; want %s each", i, ws.read, got, sessionBefore)
+		}
+	}
+	t.Logf("%s: %s = %s before and after %d bounded waits", tg.Dialect, ws.read, sessionBefore, trials)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
+	mysqldialect "gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
@@ -43,8 +44,8 @@ func TestRenderWait(t *testing.T) {
 		{"mariadb-10.5.23", "share", share(w(time.Second)), "SELECT * FROM `lk_jobs` WHERE state = ? LOCK IN SHARE MODE WAIT 1"},
 		{"oracle", "300ms rounds up to 1 s", wait(w(300 * time.Millisecond)), `SELECT * FROM "lk_jobs" WHERE state = :1 FOR UPDATE WAIT 1`},
 		{"oracle", "Of the one table", wait(lockplugin.Of("lk_jobs"), w(5*time.Second)), `SELECT * FROM "lk_jobs" WHERE state = :1 FOR UPDATE WAIT 5`},
-		{"mysql-8.0.36", "MySQL", wait(w(time.Second)), "error: FOR UPDATE WaitAtMost(1s) is not supported on MySQL 8.0.36 (MySQL cannot bound the lock wait of one statement"},
-		{"mysql-5.7.44", "MySQL 5.7", wait(w(time.Second)), "error: FOR UPDATE WaitAtMost(1s) is not supported on MySQL 5.7.44"},
+		{"mysql-8.0.36", "DryRun", wait(w(time.Second)), setting + "MySQL 8.0.36"},
+		{"mysql-5.7.44", "DryRun", wait(w(time.Second)), setting + "MySQL 5.7.44"},
 		{"sqlite", "SQLite", wait(w(time.Second)), "error: is not supported on SQLite"},
 		{"postgres", "DryRun", wait(w(time.Second)), setting + "PostgreSQL"},
 		{"sqlserver", "DryRun", wait(w(time.Second)), setting + "SQL Server"},
@@ -148,6 +149,8 @@ func (c stmtConn) QueryContext(_ context.Context, q string, args []driver.NamedV
 	switch {
 	case c.d.failOn != "" && strings.Contains(q, c.d.failOn):
 		return nil, c.d.fail
+	case strings.Contains(q, "@@SESSION.innodb_lock_wait_timeout"):
+		return &stmtRows{cols: []string{"a", "b"}, rows: [][]driver.Value{{int64(50), int64(31536000)}}}, nil
 	case strings.Contains(q, "@@LOCK_TIMEOUT"):
 		return &stmtRows{cols: []string{""}, rows: [][]driver.Value{{int64(-1)}}}, nil
 	case strings.Contains(q, "current_setting('lock_timeout')"):
@@ -208,6 +211,8 @@ func stmtDB(t *testing.T, kind string, d *stmtDriver, opts ...lockplugin.Option)
 		dl = postgres.New(postgres.Config{Conn: pool})
 	case "sqlserver":
 		dl = sqlserver.New(sqlserver.Config{Conn: pool})
+	case "mysql":
+		dl = mysqldialect.New(mysqldialect.Config{Conn: pool, SkipInitializeWithVersion: true, ServerVersion: "8.0.36"})
 	}
 	db, err := gorm.Open(dl, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true, SkipDefaultTransaction: true})
 	if err != nil {
@@ -241,6 +246,14 @@ func TestWaitStatements(t *testing.T) {
 			"SELECT prev.v, set_config('lock_timeout', $1, true) FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS prev [2ms]",
 			`SELECT * FROM "lk_jobs" WHERE state = $1 FOR UPDATE [queued]`,
 			"SELECT set_config('lock_timeout', $1, true) [0]",
+			"COMMIT",
+		}},
+		{"mysql", lockplugin.WaitAtMost(1500 * time.Millisecond), []string{
+			"BEGIN",
+			"SELECT @@SESSION.innodb_lock_wait_timeout, @@SESSION.lock_wait_timeout",
+			"SET SESSION innodb_lock_wait_timeout = 2, lock_wait_timeout = 2",
+			"SELECT * FROM `lk_jobs` WHERE state = ? FOR UPDATE [queued]",
+			"SET SESSION innodb_lock_wait_timeout = 50, lock_wait_timeout = 31536000",
 			"COMMIT",
 		}},
 		{"sqlserver", lockplugin.WaitAtMost(2 * time.Second), []string{
@@ -285,7 +298,7 @@ func TestWaitStatements(t *testing.T) {
 		}
 	})
 
-	for _, kind := range []string{"postgres", "sqlserver"} {
+	for _, kind := range []string{"postgres", "sqlserver", "mysql"} {
 		t.Run(kind+" outside a transaction refused", func(t *testing.T) {
 			d := &stmtDriver{}
 			db := stmtDB(t, kind, d, lockplugin.AllowLocksOutsideTransaction())
