@@ -126,4 +126,3 @@ func TestI16GuardedTransaction(t *testing.T) {
 			tg.Name, at.Sub(committed).Round(time.Millisecond))
 	})
 }
-
