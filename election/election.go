@@ -144,6 +144,25 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 	}
 }
 
+// ErrNotLeader is returned by TryCampaign when another candidate leads.
+var ErrNotLeader = errors.New("election: another candidate leads")
+
+// TryCampaign makes one attempt: it returns a term when this candidate
+// wins at once, and an error matching ErrNotLeader when another leads.
+func (e *Elector) TryCampaign(ctx context.Context) (*Term, error) {
+	if ctx == nil {
+		return nil, errors.New("election: nil context")
+	}
+	l, err := e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
+	if errors.Is(err, lease.ErrNotAcquired) {
+		return nil, fmt.Errorf("%w: %q", ErrNotLeader, e.name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.begin(l), nil
+}
+
 // Watcher is an optional interface of a lease.Store that can notify: a
 // signal on the channel (until ctx ends) says name may have been released,
 // and Campaign tries at once instead of at its next poll. None of
