@@ -33,6 +33,11 @@ import (
 // is its Fence, a number greater than every earlier holder's, checked by
 // the database at the write. It composes with Version on the same model.
 //
+// Upserts (Clauses(clause.OnConflict{...}).Create, and Save of a slice)
+// are guarded on PostgreSQL and SQLite ("DO UPDATE ... WHERE fence <= ?")
+// and refused with ErrUnsupported elsewhere, since MySQL's ON DUPLICATE
+// KEY UPDATE takes no WHERE; Save of one row is always guarded.
+//
 // Like Version, Fence is a plain int64 with no methods a driver or
 // encoding/json would see.
 type Fence = fence.Fence

@@ -42,7 +42,9 @@ func (l *Lease) hold(ctx context.Context, left time.Duration) error {
 		})
 		return nil
 	}
-	ttl := left.Truncate(time.Millisecond) + time.Millisecond
+	// Rounded up, and a millisecond more: the table and Redis stores keep
+	// expiries in whole milliseconds of their own clock.
+	ttl := left.Truncate(time.Millisecond) + 2*time.Millisecond
 	ok, err, _ := call(ctx, time.Now().Add(l.m.callTimeout), func(ctx context.Context) (bool, error) {
 		return l.m.store.Refresh(ctx, l.name, l.owner, ttl)
 	}, nil)

@@ -97,6 +97,19 @@ func TestI16FencedWriteShapes(t *testing.T) {
 		got = account{}
 		noErr(t, tg.DB.First(&got, 1000).Error)
 		want(t, got.Balance != 50, "a stale upsert landed: %+v", got)
+		// Save of a slice is an upsert too.
+		rows := []account{{ID: 3000, Balance: 1}, {ID: 3001, Balance: 1}}
+		err = curDB.Save(&rows).Error
+		if tg.Is(dialects.Postgres, dialects.SQLite) {
+			noErr(t, err)
+			staleRows := []account{{ID: 3000, Balance: 2}, {ID: 3001, Balance: 2}}
+			isErr(t, oldDB.Save(&staleRows).Error, lockplugin.ErrStaleFence)
+			var n int64
+			noErr(t, tg.DB.Model(&account{}).Where("id IN ? AND balance = 1 AND fence = 9", []int{3000, 3001}).Count(&n).Error)
+			want(t, n == 2, "a stale slice Save landed on %d of 2 rows", 2-n)
+		} else {
+			isErr(t, err, lockplugin.ErrUnsupported)
+		}
 		// DO NOTHING writes nothing over a row: allowed.
 		noErr(t, oldDB.Clauses(clause.OnConflict{DoNothing: true}).Create(&account{ID: 1000, Balance: 60}).Error)
 		t.Logf("%s: every stale write shape refused", tg.Name)

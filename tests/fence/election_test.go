@@ -285,9 +285,10 @@ func runElection(t *testing.T, tg *testdb.Target, mode string, events int) (int,
 	t.Logf("%s: %d events, %d terms, overlapping terms %d, stale leader writes refused by the fence %d, slowest new leader %v (TTL %v + poll %v)",
 		mode, events, len(terms), overlaps, refused, worst.Round(time.Millisecond), electTTL, electPoll)
 	if mode == "fenced" {
-		// TTL + poll, plus the detection delay of this test's poll and
-		// process scheduling on a loaded 2-core machine.
-		want(t, worst < electTTL+electPoll+700*time.Millisecond, "a new leader took %v", worst)
+		// TTL + poll, plus this test's own 10 ms poll and generous room for
+		// process scheduling on a loaded machine: a liveness bound, not a
+		// speed measurement (the log line reports the actual figure).
+		want(t, worst < electTTL+electPoll+2*time.Second, "a new leader took %v", worst)
 	}
 	return overlaps, terms
 }

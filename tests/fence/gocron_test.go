@@ -94,12 +94,13 @@ func TestI16GocronHelper(t *testing.T) {
 // job every second on the Redis store, their timers 0, 150 and 300 ms
 // apart. Without HoldAtLeast (the baseline) the first node's lock is
 // released before the others' timers fire, and they run the occurrence
-// again; with HoldAtLeast(500ms) each occurrence runs exactly once.
+// again; with HoldAtLeast(700ms) (above the spread, below the interval) each
+// occurrence runs exactly once.
 func TestI16Gocron(t *testing.T) {
 	tg := testdb.Get(t, testdb.Postgres)
 	testdb.Redis(t) // fails under CI when Redis is missing
 	tg.Reset(t, &runRow{})
-	for _, hold := range []int{0, 500} {
+	for _, hold := range []int{0, 700} {
 		t.Run(fmt.Sprintf("hold=%dms", hold), func(t *testing.T) {
 			job := testdb.Unique(t, "i16_job")
 			var procs []*exec.Cmd
