@@ -29,6 +29,10 @@ import (
 // fence. Writes that are not fenced are not guarded, and leave the column
 // alone unless they assign it.
 //
+// Fencing refuses a write made after a later holder's write; it does not
+// make a read-modify-write atomic: a stale holder that writes before its
+// successor does is not refused. Add Version when that matters.
+//
 // It works with every lease store: all a fenced write needs of the lease
 // is its Fence, a number greater than every earlier holder's, checked by
 // the database at the write. It composes with Version on the same model.
