@@ -291,6 +291,9 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		}
 		if r.ok {
 			l := newLease(m, name, owner, r.fence, ttl, sent)
+			if o.hold > 0 {
+				l.holdUntil = sent.Add(o.hold) // HoldAtLeast: hold.go
+			}
 			if l.ctx.Err() != nil {
 				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{})
 				return nil, fmt.Errorf("lease: acquiring %q: %w: the store's answer came after the lease's safety deadline", name, ErrStoreTimeout)

@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/glebarez/sqlite v1.11.0
+	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/gofrs/flock v0.13.0
 	github.com/jackc/pgx/v5 v5.13.0
@@ -18,6 +19,11 @@ require (
 	gorm.io/driver/sqlserver v1.6.3
 	gorm.io/gorm v1.31.2
 	gorm.io/plugin/dbresolver v1.6.2
+)
+
+require (
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 )
 
 require (
@@ -48,6 +54,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/lockplugin/lockplugin/integrations/gocronlock v0.0.0
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/sys/user v0.3.0 // indirect
@@ -75,3 +82,5 @@ require (
 )
 
 replace github.com/lockplugin/lockplugin => ../
+
+replace github.com/lockplugin/lockplugin/integrations/gocronlock => ../integrations/gocronlock
