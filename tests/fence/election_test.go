@@ -30,7 +30,7 @@ const (
 	electProcEnv = "I16_ELECTION_PROC"
 	electTTL     = 600 * time.Millisecond
 	electPoll    = 50 * time.Millisecond
-	electorsEach = 2
+	electorsEach = 5
 )
 
 // termRow is one term as its leader saw it: when it began to believe it
@@ -60,7 +60,7 @@ func micros() int64 { return time.Now().UnixMicro() }
 
 // TestI16ElectionHelper is not a test: TestI16Election runs the test
 // binary again with only this function and the environment set; it runs
-// two electors until killed.
+// five electors until killed.
 func TestI16ElectionHelper(t *testing.T) {
 	name := os.Getenv(electNameEnv)
 	if name == "" {
@@ -173,7 +173,7 @@ func (p *electProc) kill() {
 	_ = p.stdin.Close()
 }
 
-// TestI16Election: 3 processes x 2 electors on the table store
+// TestI16Election: 3 processes x 5 electors on the table store
 // (PostgreSQL). The leader's process is killed (SIGKILL) or paused
 // (SIGSTOP past the TTL, then SIGCONT) in turn. Each term records, from
 // its leader, when it began and the last instant it believed it led. At

@@ -138,7 +138,7 @@ func TestI16Gocron(t *testing.T) {
 				procs, stdins = append(procs, cmd), append(stdins, in)
 			}
 			first := time.Now().Unix() + 1 // every scheduler runs from here
-			time.Sleep(time.Until(time.Unix(first+5, 0)))
+			time.Sleep(time.Until(time.Unix(first+10, 0)))
 			last := time.Now().Unix() - 1
 			for i, p := range procs {
 				_ = stdins[i].Close()
