@@ -91,7 +91,7 @@ func New(client *clientv3.Client, opts ...Option) *Store {
 		}
 		o(s)
 	}
-	if client == nil {
+	if client == nil && s.err == nil {
 		s.err = errors.New("etcdstore: New needs a client, got nil")
 	}
 	return s
