@@ -27,6 +27,14 @@
 // volatile policies never evict them), and with AOF persistence
 // (appendfsync always) where the leases themselves must survive a
 // restart.
+//
+// Replication is asynchronous: on Sentinel or Cluster, a lease granted
+// just before a failover may be missing on the promoted replica, which
+// then grants it again. WaitReplicas(n, timeout) closes that gap (an
+// acquire not acknowledged by n replicas is undone and fails with
+// ErrNotReplicated). On a *redis.ClusterClient the store reloads the
+// cluster layout after a connection error, so that a failover is
+// followed at once.
 package redisstore
 
 import (
