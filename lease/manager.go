@@ -269,6 +269,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 	}
 	var timer *time.Timer
 	heldSeen := false // the store has answered "held"
+	quickWakes := 0   // WaitFree calls in a row that returned without waiting
 	for {
 		sent := time.Now()
 		bound := earliest(sent.Add(m.callTimeout), end)
@@ -316,15 +317,27 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		if waited >= o.wait {
 			return nil, &NotAcquiredError{Name: name, Waited: waited}
 		}
-		if w, ok := m.store.(Waiter); ok && m.waitFree(ctx, w, name, start.Add(o.wait)) {
-			if err := ctx.Err(); err != nil {
-				return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: err}
+		// A Waiter that keeps waking at once while the name stays held
+		// (spurious wake-ups, allowed but not useful) falls back to polling
+		// for that round, so a bad watch cannot spin on the store.
+		if w, ok := m.store.(Waiter); ok && quickWakes < 2 {
+			waitStart := time.Now()
+			if m.waitFree(ctx, w, name, start.Add(o.wait)) {
+				if err := ctx.Err(); err != nil {
+					return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: err}
+				}
+				if waited := time.Since(start); waited >= o.wait {
+					return nil, &NotAcquiredError{Name: name, Waited: waited}
+				}
+				if time.Since(waitStart) < m.poll/2 {
+					quickWakes++
+				} else {
+					quickWakes = 0
+				}
+				continue
 			}
-			if waited := time.Since(start); waited >= o.wait {
-				return nil, &NotAcquiredError{Name: name, Waited: waited}
-			}
-			continue
 		}
+		quickWakes = 0
 		d := min(m.nextPoll(), o.wait-waited)
 		if timer == nil {
 			timer = time.NewTimer(d)

@@ -133,3 +133,39 @@ func TestManagerWaitsOnWaiter(t *testing.T) {
 		t.Fatalf("%d acquires and %d WaitFree calls while waiting: the Manager polled instead of waiting on the store", acquires, s.waits.Load())
 	}
 }
+
+// spinWaiter is a broken Waiter: WaitFree returns at once, always.
+type spinWaiter struct {
+	*memStore
+	acquires atomic.Int64
+}
+
+func (s *spinWaiter) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
+	s.acquires.Add(1)
+	return s.memStore.Acquire(ctx, name, owner, ttl)
+}
+
+func (s *spinWaiter) WaitFree(context.Context, string) error { return nil }
+
+// TestManagerSurvivesASpinningWaiter: a Waiter that never waits must not
+// turn a waiting Acquire into a busy loop on the store: after two wake-ups
+// in a row that did not wait, the Manager polls for a round.
+func TestManagerSurvivesASpinningWaiter(t *testing.T) {
+	s := &spinWaiter{memStore: newMem()}
+	m := lease.NewManager(s, lease.PollInterval(20*time.Millisecond))
+	ctx := context.Background()
+	l, err := m.Acquire(ctx, "spin", lease.TTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	_, err = m.Acquire(ctx, "spin", lease.TTL(10*time.Second), lease.Wait(300*time.Millisecond))
+	if err == nil {
+		t.Fatal("acquired a held lease")
+	}
+	n := s.acquires.Load() - 1
+	t.Logf("300 ms of waiting on a spinning Waiter: %d acquires (polling alone: ~15)", n)
+	if n > 200 {
+		t.Fatalf("%d acquires in 300 ms: the Manager spun on a Waiter that does not wait", n)
+	}
+}
