@@ -14,6 +14,7 @@ import (
 // own, and restarts the whole cluster for the fences-across-restart check.
 // The short TTL is 1 s, which etcd rounds up to its 2 s minimum.
 func TestEtcdConformance(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	c := servers.StartEtcdCluster(t)
 	leasetest.Run(t, func(t *testing.T) lease.Store { return etcdStore(t, c) },
 		leasetest.Prefix(namePrefix), leasetest.ShortTTL(time.Second), leasetest.Races(10, 8),

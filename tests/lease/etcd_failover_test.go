@@ -143,6 +143,7 @@ func TestEtcdHoldersCanOverlap(t *testing.T) {
 // more runs of fn, 5 times. No two fns may run at once, every fence must
 // be above the one before, and the lease must be granted again.
 func TestEtcdLeaderKills(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	c := servers.StartEtcdCluster(t)
 	name := uniqueName(t)
 	var ms []*lease.Manager

@@ -92,6 +92,7 @@ func waitRole(addr, role string, d time.Duration) error {
 // rival gets it while the holder holds it); with WaitReplicas the acquire
 // is refused and nothing is lost. Fences rise in every case.
 func TestRedisClusterLaggedFailover(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	var mu sync.Mutex
 	var async, durable failoverRun
 	t.Run("failovers", func(t *testing.T) {

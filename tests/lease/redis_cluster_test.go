@@ -27,6 +27,7 @@ func clusterClient(t *testing.T, c *servers.RedisCluster) *redis.ClusterClient {
 // TestRedisClusterConformance: the conformance suite on a 6-node Redis
 // Cluster, with and without WaitReplicas.
 func TestRedisClusterConformance(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	c := servers.StartRedisCluster(t)
 	for _, tc := range []struct {
 		name string
@@ -54,6 +55,7 @@ func TestRedisClusterConformance(t *testing.T) {
 // what the store's reload is for (logged, not asserted: go-redis may fix
 // it, redis/go-redis#3979).
 func TestRedisClusterFailover(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	c := servers.StartRedisCluster(t)
 	ctx := context.Background()
 	holderClient := clusterClient(t, c)

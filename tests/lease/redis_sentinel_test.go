@@ -47,6 +47,7 @@ func (s *sentinelSet) client(t *testing.T) *redis.Client {
 // TestSentinelConformance: the conformance suite through Sentinel, with
 // and without WaitReplicas.
 func TestSentinelConformance(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	set := startSentinelSet(t)
 	for _, tc := range []struct {
 		name string
@@ -141,6 +142,7 @@ func sentinelFailover(t *testing.T, opts ...redisstore.Option) failoverRun {
 // it); then WaitReplicas(1): that acquire is refused (not acknowledged),
 // every lease handed out survives, none lost. Fences rise in every case.
 func TestSentinelFailoverLosesLeases(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
 	const runs = 2
 	var mu sync.Mutex
 	var async, durable failoverRun
