@@ -37,7 +37,7 @@ func ExampleForUpdate() {
 	// Output:
 	// SELECT * FROM "jobs" WHERE state = $1 FOR UPDATE SKIP LOCKED
 	// SELECT * FROM `jobs` WHERE state = ? FOR UPDATE SKIP LOCKED
-	// SELECT * FROM [jobs] WITH (UPDLOCK, ROWLOCK, READPAST) WHERE state = @p1
+	// SELECT * FROM [jobs] WITH (XLOCK, ROWLOCK, READPAST) WHERE state = @p1
 	// lockplugin: FOR UPDATE is not supported on SQLite (SQLite has no row locks; lockplugin.New(lockplugin.SQLiteWriterLock()) makes such reads take the database's writer lock instead)
 }
 

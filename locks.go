@@ -1,12 +1,15 @@
 package lockplugin
 
 import (
+	"time"
+
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/clauses"
 )
 
-// LockOption changes how a row lock behaves: NoWait, SkipLocked, Of.
+// LockOption changes how a row lock behaves: NoWait, SkipLocked, Of,
+// WaitAtMost.
 type LockOption = clauses.LockOption
 
 // WaitPolicy says what a lock does when a row is already locked by someone
@@ -33,15 +36,18 @@ const (
 //		return tx.Save(&acct).Error
 //	})
 //
-// It renders as FOR UPDATE, or as WITH (UPDLOCK, ROWLOCK) after each table
-// on SQL Server; SQLite refuses it with ErrUnsupported unless the plugin was
-// registered with SQLiteWriterLock.
+// It renders as FOR UPDATE, or as WITH (XLOCK, ROWLOCK) after each table
+// on SQL Server (an exclusive lock: UPDLOCK's update lock would let a
+// ForShare reader in beside it); SQLite refuses it with ErrUnsupported
+// unless the plugin was registered with SQLiteWriterLock.
 func ForUpdate(opts ...LockOption) clause.Expression { return clauses.ForUpdate(opts...) }
 
 // ForShare locks the selected rows against writers while letting other
 // ForShare readers in (FOR SHARE, LOCK IN SHARE MODE on MariaDB and MySQL
-// before 8.0.1, WITH (HOLDLOCK, ROWLOCK) on SQL Server). Oracle refuses it
-// with ErrUnsupported, and so does SQLite without SQLiteWriterLock.
+// before 8.0.1, WITH (REPEATABLEREAD, ROWLOCK) on SQL Server: shared locks
+// held to the end of the transaction, without HOLDLOCK's key-range locks).
+// Oracle refuses it with ErrUnsupported, and so does SQLite without
+// SQLiteWriterLock.
 func ForShare(opts ...LockOption) clause.Expression { return clauses.ForShare(opts...) }
 
 // ForNoKeyUpdate is PostgreSQL's FOR NO KEY UPDATE; elsewhere it fails with
@@ -58,6 +64,25 @@ func ForKeyShare(opts ...LockOption) clause.Expression { return clauses.ForKeySh
 // naming the query's one table locks what the lock without it locks and is
 // sent without OF; any other Of there fails with ErrUnsupported.
 func Of(tables ...string) LockOption { return clauses.Of(tables...) }
+
+// WaitAtMost bounds how long a lock waits for a row someone else holds:
+// after d the query fails with ErrLockNotAvailable.
+//
+//	tx.Clauses(lockplugin.ForUpdate(lockplugin.WaitAtMost(2*time.Second))).First(&acct, id)
+//
+// PostgreSQL: SET LOCAL lock_timeout before the query and the previous
+// value set back after it (d rounded up to milliseconds; the timeout
+// aborts the transaction, as every PostgreSQL error does, unless it ran
+// under a savepoint such as a nested db.Transaction). SQL Server: SET
+// LOCK_TIMEOUT before and the previous value after. MySQL: SET SESSION
+// innodb_lock_wait_timeout and lock_wait_timeout before and the previous
+// values after, in whole seconds rounded up. MariaDB 10.3+ and Oracle:
+// FOR UPDATE WAIT n, n in whole seconds rounded up. SQLite refuses it with
+// ErrUnsupported before any SQL; with NoWait or SkipLocked it is
+// ErrInvalidLock. Where the bound is a setting (PostgreSQL, SQL Server,
+// MySQL) it is refused in DryRun, ToSQL, subqueries, Row, Rows and Scan,
+// and outside a transaction.
+func WaitAtMost(d time.Duration) LockOption { return clauses.WaitAtMost(d) }
 
 // NoLock removes any lock (lockplugin's or GORM's clause.Locking) from the
 // query it is added to, so that a query built with a lock can be reused

@@ -58,9 +58,9 @@ func TestLocksRenderPerDialect(t *testing.T) {
 		{my57, lockplugin.ForUpdate(lockplugin.SkipLocked), "!SKIP LOCKED is not supported on MySQL 5.7.44 (needs MySQL 8.0.1 or later)"},
 		{maria, lockplugin.ForShare(lockplugin.SkipLocked), "SELECT * FROM `tasks` WHERE state = ? LOCK IN SHARE MODE SKIP LOCKED"},
 		{maria, lockplugin.ForNoKeyUpdate(), "!FOR NO KEY UPDATE is not supported on MariaDB 10.11.6"},
-		{ms, lockplugin.ForUpdate(), "SELECT * FROM [tasks] WITH (UPDLOCK, ROWLOCK) WHERE state = @p1"},
-		{ms, lockplugin.ForShare(lockplugin.NoWait), "SELECT * FROM [tasks] WITH (HOLDLOCK, ROWLOCK, NOWAIT) WHERE state = @p1"},
-		{ms, lockplugin.ForUpdate(lockplugin.SkipLocked), "SELECT * FROM [tasks] WITH (UPDLOCK, ROWLOCK, READPAST) WHERE state = @p1"},
+		{ms, lockplugin.ForUpdate(), "SELECT * FROM [tasks] WITH (XLOCK, ROWLOCK) WHERE state = @p1"},
+		{ms, lockplugin.ForShare(lockplugin.NoWait), "SELECT * FROM [tasks] WITH (REPEATABLEREAD, ROWLOCK, NOWAIT) WHERE state = @p1"},
+		{ms, lockplugin.ForUpdate(lockplugin.SkipLocked), "SELECT * FROM [tasks] WITH (XLOCK, ROWLOCK, READPAST) WHERE state = @p1"},
 		{ora, lockplugin.ForUpdate(lockplugin.SkipLocked), `SELECT * FROM "tasks" WHERE state = :1 FOR UPDATE SKIP LOCKED`},
 		{ora, lockplugin.ForShare(), "!FOR SHARE is not supported on Oracle"},
 		{lite, lockplugin.ForUpdate(), "!FOR UPDATE is not supported on SQLite"},
@@ -173,7 +173,7 @@ func TestLocksReusedQuery(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			var tasks []lkTask
 			tx := q.Find(&tasks)
-			if want := "SELECT * FROM [tasks] WITH (UPDLOCK, ROWLOCK) WHERE state = @p1"; tx.Error != nil || tx.Statement.SQL.String() != want {
+			if want := "SELECT * FROM [tasks] WITH (XLOCK, ROWLOCK) WHERE state = @p1"; tx.Error != nil || tx.Statement.SQL.String() != want {
 				t.Fatalf("run %d: got %q, %v; want %q", i, tx.Statement.SQL.String(), tx.Error, want)
 			}
 		}

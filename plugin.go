@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/fence"
 	"github.com/lockplugin/lockplugin/internal/plugin"
 	"github.com/lockplugin/lockplugin/version"
 )
@@ -63,5 +64,8 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction, SQLiteWriterLock: p.cfg.sqliteWriterLock}); err != nil {
 		return err
 	}
-	return version.Register(db, version.Config{Strict: p.cfg.strictVersion})
+	if err := version.Register(db, version.Config{Strict: p.cfg.strictVersion}); err != nil {
+		return err
+	}
+	return fence.Register(db) // fenced writes: fence.go
 }

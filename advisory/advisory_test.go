@@ -18,11 +18,13 @@ const (
 	msRelease = "DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result"
 )
 
-// sqlServerFake answers sp_getapplock with code and sp_releaseapplock with
-// releaseCode.
+// sqlServerFake answers sp_getapplock with code, sp_releaseapplock with
+// releaseCode, and the clear-up after a doubtful answer with "NoLock".
 func sqlServerFake(code, releaseCode int64) *fakeDB {
 	return &fakeDB{answer: func(c call) ([]driver.Value, error) {
 		switch {
+		case strings.Contains(c.sql, "APPLOCK_MODE"):
+			return []driver.Value{"NoLock"}, nil
 		case strings.Contains(c.sql, "sp_getapplock"):
 			return []driver.Value{code}, nil
 		case strings.Contains(c.sql, "sp_releaseapplock"):
@@ -63,14 +65,14 @@ func TestSQLServerReturnCodes(t *testing.T) {
 	for _, tc := range []struct {
 		code    int64
 		timeout bool
-		discard bool
+		clear   bool // the answer leaves doubt: the session's holds are cleared
 		msg     string
 	}{
 		{code: 1},
 		{code: -1, timeout: true},
-		{code: -2, discard: true, msg: "cancelled"},
-		{code: -3, discard: true, msg: "deadlock victim"},
-		{code: -999, discard: true, msg: "-999"},
+		{code: -2, clear: true, msg: "cancelled"},
+		{code: -3, msg: "deadlock victim"},
+		{code: -999, msg: "-999"},
 	} {
 		f := sqlServerFake(tc.code, 0)
 		db := openFake(t, "sqlserver", "", f)
@@ -91,8 +93,16 @@ func TestSQLServerReturnCodes(t *testing.T) {
 		case !strings.Contains(err.Error(), `"adv-job" on SQL Server`):
 			t.Errorf("code %d: err = %v does not name the lock and database", tc.code, err)
 		}
-		if _, closed := f.counts(); (closed == 1) != tc.discard {
-			t.Errorf("code %d: %d connections closed, discard expected: %v", tc.code, closed, tc.discard)
+		// Every answer leaves a session known to hold nothing: pooled.
+		if _, closed := f.counts(); closed != 0 {
+			t.Errorf("code %d: %d connections closed, want the clean session pooled", tc.code, closed)
+		}
+		want := []string{msAcquire}
+		if tc.clear {
+			want = append(want, msClear("adv-job", maxClears).sql)
+		}
+		if got := f.statements(); !reflect.DeepEqual(got, want) {
+			t.Errorf("code %d: statements\n got %q\nwant %q", tc.code, got, want)
 		}
 	}
 }
@@ -217,6 +227,8 @@ func TestPostgresAnswers(t *testing.T) {
 	try := false
 	f := &fakeDB{answer: func(c call) ([]driver.Value, error) {
 		switch {
+		case strings.Contains(c.sql, "pg_locks"):
+			return []driver.Value{int64(0)}, nil
 		case strings.HasPrefix(c.sql, "SELECT pg_try_advisory_lock"):
 			return []driver.Value{try}, nil
 		case strings.HasPrefix(c.sql, "SELECT pg_advisory_lock"):
@@ -236,6 +248,9 @@ func TestPostgresAnswers(t *testing.T) {
 	if _, closed := f.counts(); closed != 0 {
 		t.Errorf("a timed-out acquisition discarded its connection (%d closed); the session is clean", closed)
 	}
+	if got := f.statements(); len(got) != 3 || got[2] != pgHolds(0).sql {
+		t.Errorf("after 55P03 the session's holds were not read back: %q", got)
+	}
 	try = true
 	if err := With(context.Background(), db, "adv-job", fn, Timeout(0)); err != nil || !ran {
 		t.Fatalf("try free: err = %v, ran = %v", err, ran)
@@ -246,8 +261,11 @@ func TestPostgresAnswers(t *testing.T) {
 // waits again with lock_timeout off.
 func TestPostgresIndefiniteWaitOverridesLockTimeout(t *testing.T) {
 	f := &fakeDB{answer: func(c call) ([]driver.Value, error) {
-		if c.sql == "SELECT pg_advisory_lock($1)" {
+		switch {
+		case c.sql == "SELECT pg_advisory_lock($1)":
 			return nil, &pgError{"55P03"}
+		case strings.Contains(c.sql, "pg_locks"):
+			return []driver.Value{int64(0)}, nil
 		}
 		return []driver.Value{true}, nil
 	}}
@@ -257,6 +275,7 @@ func TestPostgresIndefiniteWaitOverridesLockTimeout(t *testing.T) {
 	}
 	want := []string{
 		"SELECT pg_advisory_lock($1)",
+		pgHolds(0).sql, // the failed wait may have been granted: not stacked on
 		"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t",
 		"SELECT pg_advisory_unlock($1)",
 	}
@@ -289,8 +308,11 @@ func TestGrantedAsContextEndsIsReleased(t *testing.T) {
 
 func TestMySQLCancelledWaitIsKilled(t *testing.T) {
 	f := &fakeDB{blockOn: "GET_LOCK(?, ?)", blocked: make(chan struct{}, 1), answer: func(c call) ([]driver.Value, error) {
-		if strings.Contains(c.sql, "CONNECTION_ID()") {
+		switch {
+		case strings.Contains(c.sql, "CONNECTION_ID()"):
 			return []driver.Value{int64(0), int64(77)}, nil
+		case strings.Contains(c.sql, "RELEASE_LOCK"):
+			return []driver.Value{nil}, nil // nobody holds it
 		}
 		return []driver.Value{int64(1)}, nil
 	}}
@@ -305,14 +327,14 @@ func TestMySQLCancelledWaitIsKilled(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	calls := f.calls()
-	if got, want := f.statements(), []string{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", "SELECT GET_LOCK(?, ?)", "KILL QUERY 77"}; !reflect.DeepEqual(got, want) {
+	if got, want := f.statements(), []string{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", "SELECT GET_LOCK(?, ?)", "KILL QUERY 77", "SELECT RELEASE_LOCK(?)"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("statements:\n got %q\nwant %q", got, want)
 	}
 	if calls[2].conn == calls[1].conn {
 		t.Error("KILL QUERY ran on the waiting connection")
 	}
-	if _, closed := f.counts(); closed < 1 {
-		t.Error("the cancelled connection went back to the pool")
+	if calls[3].conn != calls[1].conn {
+		t.Error("the holds were read back on another connection than the wait's")
 	}
 }
 
@@ -456,5 +478,75 @@ func TestLockOnTheResolvedWritePool(t *testing.T) {
 	}
 	if len(replica.statements()) != 0 || len(source.statements()) != 2 {
 		t.Fatalf("source got %q, the default pool %q", source.statements(), replica.statements())
+	}
+}
+
+// A wait that failed with 55P03 and was granted all the same (PostgreSQL
+// can do both when a release meets the timeout): the hold is found through
+// pg_locks and released on the same connection before it is pooled, and
+// the caller gets ErrTimeout with nothing held. If the hold cannot be
+// cleared, the connection is discarded.
+func TestPostgresTimeoutThatWasGrantedIsCleared(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		held := true
+		f := &fakeDB{answer: func(c call) ([]driver.Value, error) {
+			switch {
+			case strings.HasPrefix(c.sql, "SELECT pg_advisory_lock"):
+				return nil, &pgError{"55P03"}
+			case strings.Contains(c.sql, "pg_locks"):
+				if held {
+					return []driver.Value{int64(1)}, nil
+				}
+				return []driver.Value{int64(0)}, nil
+			case c.sql == "SELECT pg_advisory_unlock($1)":
+				held = stuck
+			}
+			return []driver.Value{true}, nil
+		}}
+		db := openFake(t, "postgres", "", f)
+		err := With(context.Background(), db, "adv-job", func(*gorm.DB) error { t.Error("fn ran"); return nil }, Timeout(time.Second))
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("stuck=%v: err = %v, want ErrTimeout", stuck, err)
+		}
+		got := f.statements()
+		_, closed := f.counts()
+		if !stuck {
+			want := []string{pgTimedLock(0, "").sql, pgHolds(0).sql, "SELECT pg_advisory_unlock($1)", pgHolds(0).sql}
+			if !reflect.DeepEqual(got, want) || closed != 0 {
+				t.Errorf("statements\n got %q\nwant %q; %d closed, want the cleared session pooled", got, want, closed)
+			}
+			continue
+		}
+		if closed != 1 || len(got) != 2+2*maxClears {
+			t.Errorf("a hold that would not go: %d statements, %d closed; want %d and the connection discarded", len(got), closed, 2+2*maxClears)
+		}
+	}
+}
+
+// Under a session lock_timeout an indefinite wait fails, granted, and is
+// tried again: the first hold is released before the second wait, so that
+// one Release frees the lock.
+func TestPostgresRetryDoesNotStack(t *testing.T) {
+	holds := 0
+	f := &fakeDB{answer: func(c call) ([]driver.Value, error) {
+		switch {
+		case c.sql == "SELECT pg_advisory_lock($1)":
+			holds++
+			return nil, &pgError{"55P03"}
+		case strings.HasPrefix(c.sql, "SELECT pg_advisory_lock"):
+			holds++
+		case strings.Contains(c.sql, "pg_locks"):
+			return []driver.Value{int64(min(holds, 1))}, nil
+		case c.sql == "SELECT pg_advisory_unlock($1)":
+			holds--
+		}
+		return []driver.Value{true}, nil
+	}}
+	db := openFake(t, "postgres", "", f)
+	if err := With(context.Background(), db, "adv-job", func(*gorm.DB) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if holds != 0 {
+		t.Fatalf("%d holds left after With (statements %q)", holds, f.statements())
 	}
 }

@@ -33,11 +33,30 @@
 //     SYS.DBMS_LOCK.
 //   - SQLite: ErrUnsupported, and fn is not run.
 //
+// A wait that fails is not taken at its word. PostgreSQL can raise 55P03
+// (lock_timeout) for a wait that a release granted at that very moment, and
+// a session lock survives the statement's error; a GET_LOCK interrupted by
+// KILL QUERY can have been granted too. After any failed acquisition
+// statement the session's holds of the name are read back and released on
+// the same connection (pg_locks for pg_backend_pid(), RELEASE_LOCK until it
+// answers other than 1, APPLOCK_MODE), and the connection goes back to the
+// pool only when the database confirms it holds nothing; otherwise it is
+// closed. So on ErrTimeout, or any other error, no session of the pool
+// holds the lock, and a wait retried after a role's lock_timeout never
+// stacks a second hold that one Release would leave behind.
+//
+// Cancelling a MySQL or MariaDB wait ends the server's waiting thread with
+// KILL QUERY, sent on a connection opened for it from the DSN GORM's
+// dialector was given, so it does not queue behind an exhausted pool
+// (a pool handed to GORM ready-made falls back to the pool, for at most 2 s).
+//
 // Names reach the database as they are (PostgreSQL excepted, which takes a
 // number): a name the server finds too long comes back as the server's own
 // error, never truncated into someone else's lock. SQL Server (255
-// characters) and Oracle (128 bytes) would truncate silently, so there
-// longer names are refused before anything is sent.
+// characters) and Oracle (128 bytes) would truncate silently, and MySQL and
+// MariaDB end a name at its first NUL byte, so there such names are refused
+// before anything is sent. Error messages quote at most the first 64 bytes
+// of a name.
 //
 // Locks are not re-entrant. Taking a name again inside fn (detected through
 // the context, or through passing fn's conn as the db) returns ErrReentrant at

@@ -3,7 +3,9 @@ package advisory
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lockplugin/lockplugin/dialects"
 )
@@ -51,7 +53,24 @@ type namedError struct {
 }
 
 func (e *namedError) Error() string {
-	return fmt.Sprintf("advisory: lock %q on %s: %s", e.name, e.dialect, strings.TrimPrefix(e.err.Error(), "advisory: "))
+	return fmt.Sprintf("advisory: lock %s on %s: %s", quoteName(e.name), e.dialect, strings.TrimPrefix(e.err.Error(), "advisory: "))
+}
+
+// maxQuotedName is how much of a name an error message quotes.
+const maxQuotedName = 64
+
+// quoteName quotes name for an error message, cut to its first
+// maxQuotedName bytes (and its length) when longer: a 1 MiB name must not
+// make a 1 MB error.
+func quoteName(name string) string {
+	if len(name) <= maxQuotedName {
+		return strconv.Quote(name)
+	}
+	cut := name[:maxQuotedName]
+	for !utf8.ValidString(cut) && len(cut) > maxQuotedName-utf8.UTFMax {
+		cut = cut[:len(cut)-1]
+	}
+	return strconv.Quote(cut) + "...(" + strconv.Itoa(len(name)) + " bytes)"
 }
 
 func (e *namedError) Unwrap() error { return e.err }

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 )
 
 // releaseTimeout bounds a release, which runs on a context detached from the
@@ -28,6 +30,7 @@ type Lock struct {
 	run     runner
 	release statement
 	held    *held
+	killDSN string // MySQL: how to reach the server outside the pool
 
 	mu   sync.Mutex
 	done bool
@@ -35,17 +38,22 @@ type Lock struct {
 
 // Acquire takes the lock called name on a connection pinned from db's write
 // pool and returns it held; the caller must Release it. It waits as the
-// options say (indefinitely by default) and until ctx is done, and returns
-// an error matching ErrTimeout when the lock stayed busy, ctx's error when
-// ctx ended the wait, ErrReentrant when ctx or db already hold name, and
+// options say (indefinitely by default) and until ctx or db's own context
+// (db.WithContext) is done, whichever is first, and returns an error
+// matching ErrTimeout when the lock stayed busy, the context's error when
+// either ended the wait, ErrReentrant when ctx or db already hold name, and
 // ErrUnsupported on databases without advisory locks. On every error no lock
-// is left behind.
+// is left behind: a failed wait that the database granted all the same is
+// found and released on its own connection before that connection is
+// pooled, or the connection is closed (see the package documentation).
 //
 // Use With when the lock's lifetime fits a function call.
 func Acquire(ctx context.Context, db *gorm.DB, name string, opts ...Option) (*Lock, error) {
 	// The lock outlives the acquisition: its DB keeps ctx's values but not
 	// its cancellation, which was for the wait.
-	return acquire(ctx, db, name, opts, true)
+	l, done, err := acquire(ctx, db, name, opts, true)
+	done()
+	return l, err
 }
 
 // DB returns a *gorm.DB whose statements run on the connection that holds
@@ -130,19 +138,35 @@ func (l *Lock) unlock(ctx context.Context) error {
 	return nil
 }
 
-// acquire is Acquire and With. detach makes the pinned session's context
-// ignore ctx's cancellation (Acquire); With keeps it, so that cancelling
-// ctx also cancels fn's statements.
-func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (*Lock, error) {
+// acquire is Acquire and With. The wait ends when ctx or db's own context
+// ends, whichever is first (ctxjoin.Join): advisory.With(ctx,
+// db.WithContext(r.Context()), ...) stops when the request is cancelled,
+// and a context already done stops it before anything is sent. detach makes
+// the pinned session's context ignore that cancellation (Acquire); With
+// keeps it, so that cancelling either context also cancels fn's statements.
+// done ends the joined context: With calls it after fn, Acquire at once.
+func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (_ *Lock, done context.CancelFunc, err error) {
+	done = func() {}
 	if db == nil || db.Config == nil {
-		return nil, errNilDB
+		return nil, done, errNilDB
 	}
 	if ctx == nil {
-		return nil, errNilContext
+		return nil, done, errNilContext
 	}
 	if name == "" {
-		return nil, errEmptyName
+		return nil, done, errEmptyName
 	}
+	ctx, done = ctxjoin.Join(ctx, db)
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	l, err := acquireJoined(ctx, db, name, opts, detach)
+	return l, done, err
+}
+
+func acquireJoined(ctx context.Context, db *gorm.DB, name string, opts []Option, detach bool) (*Lock, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, err
@@ -156,6 +180,18 @@ func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detac
 	}
 	if db.DryRun {
 		return nil, errDryRun
+	}
+	// A context that has ended already stops the call before any SQL. db's
+	// own is read too: the join learns of its end through a callback that
+	// may not have run yet.
+	own := ctx
+	if db.Statement != nil && db.Statement.Context != nil {
+		own = db.Statement.Context
+	}
+	for _, c := range []context.Context{ctx, own} {
+		if c.Err() != nil {
+			return nil, lockError(d, name, context.Cause(c))
+		}
 	}
 	plan, err := sessionPlan(d, name, o.wait)
 	if err != nil {
@@ -182,6 +218,9 @@ func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detac
 		name: name, dialect: d, conn: conn, run: runner{db: db, q: conn}, release: plan.release,
 		held: &held{pool: pool, conn: conn, name: name, parents: [2]*held{fromCtx, fromDB}},
 	}
+	if d.IsMySQLFamily() && !o.wait.tryOnce() {
+		l.killDSN = ownDSN(db, pool)
+	}
 	if err := l.lock(ctx, pool, plan.steps, o.wait); err != nil {
 		return nil, lockError(d, name, err)
 	}
@@ -200,25 +239,114 @@ func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detac
 	return l, nil
 }
 
-// lock runs the acquisition steps on l.conn. On success the lock is held.
-// On ErrTimeout the session is known not to hold it and the connection goes
-// back to the pool; on any other failure the answer is unknown (a wait cut
-// off by ctx may have been granted at that very moment), so the connection
-// is discarded, which ends the session and anything it held.
+// lock runs the acquisition steps on l.conn. On success the session holds
+// the lock exactly once.
+//
+// A statement that fails may still have been granted: PostgreSQL can raise
+// 55P03 for a wait that a release granted at the very moment lock_timeout
+// ran out, a MySQL GET_LOCK interrupted by KILL QUERY can return NULL after
+// the grant, and a session lock survives the statement's error. So after any
+// failed statement the session's holds of the name are counted and released
+// on the same connection (clear), and only a connection known to hold none
+// goes back to the pool; if that cannot be confirmed (the driver closed the
+// connection when ctx ended, say) the connection is discarded, which ends
+// the session and anything it held. A clean "busy" answer (false, 0, -1)
+// needs no check. Either way, on every error the session is known not to
+// hold the lock.
 func (l *Lock) lock(ctx context.Context, pool *sql.DB, steps []statement, w wait) error {
 	err := l.steps(ctx, pool, steps, w)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, ErrTimeout):
-		_ = l.conn.Close()
-	default:
+	}
+	var doubt *doubtError
+	if !errors.As(err, &doubt) {
+		_ = l.conn.Close() // a clean answer: nothing was granted
+		return err
+	}
+	err = doubt.err
+	if cerr := l.clear(ctx); cerr != nil {
 		discard(l.conn)
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
+	} else {
+		_ = l.conn.Close()
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if dialects.IsLockNotAvailable(err) { // 55P03: lock_timeout ran out
+		return fmt.Errorf("%w (%v)", ErrTimeout, err)
 	}
 	return err
+}
+
+// doubtError marks a failure after which the session may hold the lock
+// (once, or more: a retry can stack a second hold on the first).
+type doubtError struct{ err error }
+
+func (e *doubtError) Error() string { return e.err.Error() }
+
+func doubtful(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &doubtError{err}
+}
+
+// maxClears bounds how many holds clear releases one at a time before it
+// gives up and lets the connection be discarded.
+const maxClears = 8
+
+// clearTimeout bounds clear, which runs detached from ctx: a cancelled
+// acquisition must still learn whether its session holds the lock.
+const clearTimeout = 5 * time.Second
+
+// clear releases every hold the pinned session has of the lock, and returns
+// nil only when the database confirms the session holds none.
+func (l *Lock) clear(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clearTimeout)
+	defer cancel()
+	switch l.dialect.Kind {
+	case dialects.Postgres:
+		key := PostgresKey(l.name)
+		for i := 0; ; i++ {
+			var n int64
+			if err := l.run.query(cctx, pgHolds(key), &n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return nil
+			}
+			if i == maxClears {
+				return errors.New("still held after releasing it " + strconv.Itoa(maxClears) + " times")
+			}
+			if err := l.run.query(cctx, l.release); err != nil {
+				return err
+			}
+		}
+	case dialects.MySQL, dialects.MariaDB:
+		// RELEASE_LOCK answers 1 for each hold of this session it releases
+		// (MySQL 5.7+ and MariaDB count them), 0 when another session
+		// holds the name and NULL when nobody does.
+		for i := 0; i < maxClears; i++ {
+			var ok sql.NullInt64
+			if err := l.run.query(cctx, l.release, &ok); err != nil {
+				return err
+			}
+			if ok.Int64 != 1 {
+				return nil
+			}
+		}
+		return errors.New("still held after releasing it " + strconv.Itoa(maxClears) + " times")
+	case dialects.SQLServer:
+		var mode string
+		if err := l.run.query(cctx, msClear(l.name, maxClears), &mode); err != nil {
+			return err
+		}
+		if mode != "NoLock" {
+			return fmt.Errorf("APPLOCK_MODE is %q after releasing", mode)
+		}
+		return nil
+	}
+	return errors.New("the lock's state cannot be read back on " + l.dialect.String())
 }
 
 func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wait) error {
@@ -228,7 +356,7 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 		if w.tryOnce() { // pg_try_advisory_lock
 			var ok bool
 			if err := l.run.query(ctx, st, &ok); err != nil {
-				return err
+				return doubtful(err)
 			}
 			if !ok {
 				return ErrTimeout
@@ -238,35 +366,38 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 		err := l.run.query(ctx, st)
 		if err != nil && w.forever && dialects.IsLockNotAvailable(err) {
 			// A lock_timeout set on the server, database or role ran
-			// out; an indefinite wait goes on with it off.
+			// out; an indefinite wait goes on with it off. The wait that
+			// failed may have been granted as it failed: clear it first,
+			// or the second wait would stack a second hold on it, and
+			// one release would leave the lock held.
+			if cerr := l.clear(ctx); cerr != nil {
+				return doubtful(err)
+			}
 			err = l.run.query(ctx, steps[1])
 		}
-		if err != nil && dialects.IsLockNotAvailable(err) { // 55P03: lock_timeout ran out
-			return fmt.Errorf("%w (%v)", ErrTimeout, err)
-		}
-		return err
+		return doubtful(err)
 
 	case dialects.MySQL, dialects.MariaDB:
 		var got sql.NullInt64
 		if len(steps) == 1 {
 			if err := l.run.query(ctx, steps[0], &got); err != nil {
-				return err
+				return doubtful(err)
 			}
 			return getLockAnswer(got)
 		}
 		var id int64
 		if err := l.run.query(ctx, steps[0], &got, &id); err != nil {
-			return err
+			return doubtful(err)
 		}
 		if got.Valid && got.Int64 == 0 {
 			if err := l.run.query(ctx, steps[1], &got); err != nil {
 				if ctx.Err() != nil {
 					l.killWait(ctx, pool, id)
 				}
-				return err
+				return doubtful(err)
 			}
 			if !got.Valid && ctx.Err() != nil {
-				return ctx.Err()
+				return doubtful(ctx.Err())
 			}
 		}
 		return getLockAnswer(got)
@@ -274,7 +405,7 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 	case dialects.SQLServer:
 		var code int64
 		if err := l.run.query(ctx, steps[0], &code); err != nil {
-			return err
+			return doubtful(err)
 		}
 		return applockAnswer(code)
 
@@ -282,7 +413,7 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 		var handle string
 		var code int64
 		if err := l.run.query(ctx, steps[0], &handle, &code); err != nil {
-			return err
+			return doubtful(err)
 		}
 		switch code {
 		case 0:
@@ -296,22 +427,13 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 	return l.dialect.Require(dialects.AdvisoryLock)
 }
 
-// killWait ends a GET_LOCK wait whose client went away: the driver closes
-// the connection when ctx ends, but a server may keep the thread waiting
-// (and let it take the lock later, for a moment) until it notices.
-func (l *Lock) killWait(ctx context.Context, pool *sql.DB, id int64) {
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	// The thread may be gone already ("unknown thread id"): fine.
-	_ = runner{db: l.run.db, q: pool}.query(kctx, myKill(id))
-}
-
 // getLockAnswer reads GET_LOCK's 1 (acquired), 0 (timed out) or NULL (an
 // error such as the thread being killed).
 func getLockAnswer(got sql.NullInt64) error {
 	switch {
 	case !got.Valid:
-		return errors.New("GET_LOCK returned NULL (the wait was interrupted or failed)")
+		// Interrupted (KILL QUERY) or failed: it may have been granted.
+		return doubtful(errors.New("GET_LOCK returned NULL (the wait was interrupted or failed)"))
 	case got.Int64 == 1:
 		return nil
 	case got.Int64 == 0:
@@ -328,7 +450,7 @@ func applockAnswer(code int64) error {
 	case code == -1:
 		return ErrTimeout
 	case code == -2:
-		return errors.New("sp_getapplock returned -2 (the lock request was cancelled)")
+		return doubtful(errors.New("sp_getapplock returned -2 (the lock request was cancelled)"))
 	case code == -3:
 		return errors.New("sp_getapplock returned -3 (chosen as deadlock victim)")
 	}

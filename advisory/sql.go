@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf16"
 
@@ -53,13 +54,19 @@ type session struct {
 	release statement
 }
 
-// checkName refuses names a database would silently truncate. Other
-// databases get the name as it is and answer for themselves.
+// checkName refuses names a database would silently alter: truncate (SQL
+// Server, Oracle) or cut at a NUL byte (MySQL and MariaDB, where
+// "job\x00A" and "job\x00B" would be one lock). Other names reach the
+// database as they are, and it answers for itself.
 func checkName(d dialects.Dialect, name string) error {
 	if name == "" {
 		return errEmptyName
 	}
 	switch d.Kind {
+	case dialects.MySQL, dialects.MariaDB:
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			return fmt.Errorf("advisory: lock name has a NUL byte at offset %d; GET_LOCK on %s ends the name there, so names that differ only after it would be one lock; remove the NUL", i, d)
+		}
 	case dialects.SQLServer:
 		if n := len(utf16.Encode([]rune(name))); n > sqlServerMaxName {
 			return fmt.Errorf("advisory: lock name is %d characters; sp_getapplock on %s takes at most %d and would truncate it", n, d, sqlServerMaxName)
@@ -144,6 +151,18 @@ func pgTimedLock(key int64, timeout string) statement {
 	}
 }
 
+// pgHolds counts the holds this session has of key as pg_locks shows them:
+// one row per lock however often it is held, so 0 or 1. pg_locks splits
+// the key into classid (high 32 bits) and objid (low 32 bits), objsubid 1
+// marking a one-bigint key.
+func pgHolds(key int64) statement {
+	return statement{
+		sql: "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted " +
+			"AND classid::bigint = $1::bigint AND objid::bigint = $2::bigint AND objsubid = 1",
+		args: []any{key >> 32, key & 0xffffffff},
+	}
+}
+
 func pgUnlock(key int64) statement {
 	return statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}
 }
@@ -214,6 +233,18 @@ func msUnlock(name string) statement {
 	return statement{
 		sql:  "DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result",
 		args: []any{name},
+	}
+}
+
+// msClear releases every hold this session has of the name, at most max of
+// them, and answers APPLOCK_MODE afterwards: 'NoLock' when none is left.
+func msClear(name string, max int) statement {
+	return statement{
+		sql: "DECLARE @n int = 0; " +
+			"WHILE APPLOCK_MODE('public', @p1, 'Session') <> 'NoLock' AND @n < @p2 " +
+			"BEGIN EXEC sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SET @n = @n + 1; END; " +
+			"SELECT APPLOCK_MODE('public', @p1, 'Session')",
+		args: []any{name, int64(max)},
 	}
 }
 

@@ -177,3 +177,22 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+func TestClearUpSQL(t *testing.T) {
+	key := PostgresKey("adv-job")
+	got := pgHolds(key)
+	want := statement{
+		sql:  "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted AND classid::bigint = $1::bigint AND objid::bigint = $2::bigint AND objsubid = 1",
+		args: []any{key >> 32, key & 0xffffffff},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pgHolds:\n got %#v\nwant %#v", got, want)
+	}
+	ms := msClear("adv-job", 8)
+	wantMS := "DECLARE @n int = 0; WHILE APPLOCK_MODE('public', @p1, 'Session') <> 'NoLock' AND @n < @p2 " +
+		"BEGIN EXEC sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SET @n = @n + 1; END; " +
+		"SELECT APPLOCK_MODE('public', @p1, 'Session')"
+	if ms.sql != wantMS || !reflect.DeepEqual(ms.args, []any{"adv-job", int64(8)}) {
+		t.Errorf("msClear:\n got %q %#v\nwant %q", ms.sql, ms.args, wantMS)
+	}
+}

@@ -15,8 +15,9 @@ import (
 // when fn returns, returns an error or panics (the panic propagates after
 // the release); a release failure is joined to fn's error.
 //
-// It waits as the options say (indefinitely by default) and until ctx is
-// done. When the lock cannot be had, fn does not run and the error matches
+// It waits as the options say (indefinitely by default) and until ctx or
+// db's own context (db.WithContext) is done, whichever is first; fn's conn
+// carries that joined cancellation. When the lock cannot be had, fn does not run and the error matches
 // ErrTimeout (busy), ctx's error (ctx ended the wait), ErrReentrant (this
 // call chain holds name already) or ErrUnsupported (SQLite has no advisory
 // locks: With refuses rather than run fn unserialised).
@@ -27,10 +28,11 @@ func With(ctx context.Context, db *gorm.DB, name string, fn func(conn *gorm.DB) 
 	if fn == nil {
 		return errNilFunc
 	}
-	l, err := acquire(ctx, db, name, opts, false)
+	l, done, err := acquire(ctx, db, name, opts, false)
 	if err != nil {
 		return err
 	}
+	defer done()
 	defer func() {
 		if rerr := l.Release(ctx); rerr != nil {
 			err = errors.Join(err, rerr)

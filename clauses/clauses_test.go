@@ -80,7 +80,7 @@ func TestBuildersWinWhateverTheOrder(t *testing.T) {
 		db.ClauseBuilders["FROM"] = func(c clause.Clause, b clause.Builder) { c.Build(b) }
 		db.ClauseBuilders["FOR"] = dialectorLikeFOR
 		got, err := render(db, clauses.ForUpdate())
-		if want := "SELECT * FROM [items] WITH (UPDLOCK, ROWLOCK)"; err != nil || got != want {
+		if want := "SELECT * FROM [items] WITH (XLOCK, ROWLOCK)"; err != nil || got != want {
 			t.Fatalf("got %q, %v; want %q", got, err, want)
 		}
 	})

@@ -27,7 +27,7 @@ func ExampleOf() {
 	}
 	// Output:
 	// SELECT "orders"."id","orders"."customer_id" FROM "orders" JOIN customers ON customers.id = orders.customer_id FOR UPDATE OF "orders"
-	// SELECT [orders].[id],[orders].[customer_id] FROM [orders] WITH (UPDLOCK, ROWLOCK) JOIN customers ON customers.id = orders.customer_id
+	// SELECT [orders].[id],[orders].[customer_id] FROM [orders] WITH (XLOCK, ROWLOCK) JOIN customers ON customers.id = orders.customer_id
 }
 
 // NOWAIT and SKIP LOCKED answer opposite questions; asking for both is an

@@ -14,6 +14,7 @@ package clauses
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,7 +32,8 @@ const clauseName = "FOR"
 // speaks to accepts longer identifiers (SQL Server: 128).
 const maxIdentLen = 128
 
-// LockOption changes how a lock behaves: NoWait, SkipLocked, Of.
+// LockOption changes how a lock behaves: NoWait, SkipLocked, Of,
+// WaitAtMost.
 type LockOption interface {
 	applyLock(*lock)
 }
@@ -132,6 +134,8 @@ type lock struct {
 	noWait     bool
 	skipLocked bool
 	of         []string
+	// wait is WaitAtMost's bound; 0 waits as long as the database does.
+	wait time.Duration
 	// err is the first bad option, reported when the query runs (a clause
 	// constructor has no error to return).
 	err error
@@ -167,7 +171,8 @@ func ForUpdate(opts ...LockOption) clause.Expression {
 
 // ForShare locks the selected rows against writers but lets other FOR SHARE
 // readers in (FOR SHARE; LOCK IN SHARE MODE on MariaDB and MySQL before
-// 8.0.1; HOLDLOCK on SQL Server). Oracle and SQLite refuse it.
+// 8.0.1; REPEATABLEREAD, ROWLOCK on SQL Server). Oracle and SQLite refuse
+// it.
 func ForShare(opts ...LockOption) clause.Expression {
 	return newLock(dialects.ForShare, opts)
 }
@@ -222,6 +227,9 @@ func (l lock) describe(stmt *gorm.Statement) string {
 	if l.skipLocked {
 		s += " " + string(dialects.SkipLocked)
 	}
+	if l.wait > 0 {
+		s += " " + waitPhrase(l.wait)
+	}
 	return s
 }
 
@@ -252,6 +260,8 @@ func (l lock) phrase(f dialects.Feature, stmt *gorm.Statement) string {
 		return string(l.strength) + " " + string(f)
 	case dialects.LockOf:
 		return string(l.strength) + " OF " + strings.Join(l.ofNames(stmt), ", ")
+	case dialects.LockWait:
+		return string(l.strength) + " " + waitPhrase(l.wait)
 	}
 	return string(f)
 }

@@ -31,6 +31,10 @@ const (
 	// CallbackErrors turns a database's lock-not-available error into
 	// dialects.ErrLockNotAvailable (after gorm:query and gorm:row).
 	CallbackErrors = "lockplugin:lock_errors"
+	// CallbackWaitRestore puts back the lock timeout that WaitAtMost
+	// changed on PostgreSQL and SQL Server (after gorm:query, before
+	// gorm:preload).
+	CallbackWaitRestore = "lockplugin:lock_wait_restore"
 )
 
 // Register installs the lock clause callbacks and builders on db. The root
@@ -60,7 +64,8 @@ func Register(db *gorm.DB, cfg Config) error {
 	}{
 		{"query check", cb.Query().Before("gorm:query").Register(CallbackCheck, r.beforeQuery)},
 		{"query errors", cb.Query().After("gorm:query").Register(CallbackErrors, r.afterQuery)},
-		{"row check", cb.Row().Before("gorm:row").Register(CallbackCheck, r.beforeQuery)},
+		{"query wait restore", cb.Query().After("gorm:query").Before("gorm:preload").Register(CallbackWaitRestore, restoreWait)},
+		{"row check", cb.Row().Before("gorm:row").Register(CallbackCheck, r.beforeRow)},
 		{"row errors", cb.Row().After("gorm:row").Register(CallbackErrors, r.afterRow)},
 		{"raw check", cb.Raw().Before("gorm:raw").Register(CallbackCheck, r.beforeRaw)},
 		{"raw errors", cb.Raw().After("gorm:raw").Register(CallbackErrors, subqueryErrors)},
@@ -155,6 +160,26 @@ func (r *registration) beforeQuery(db *gorm.DB) {
 		fc.Builder = buildFromFallback
 		stmt.Clauses["FROM"] = fc
 	}
+	stmt.Settings.Delete(waitRestoreKey)
+	if !stmt.DB.DryRun {
+		if err := r.target.setWait(stmt, l); err != nil {
+			refuse(stmt, err)
+		}
+	}
+}
+
+// beforeRow is beforeQuery for Row and Rows, which refuse a wait bounded by
+// a setting (see target.rowsOpen).
+func (r *registration) beforeRow(db *gorm.DB) {
+	if db.Error == nil {
+		if l, ok := statementLock(db.Statement); ok {
+			if err := r.target.rowsOpen(db.Statement, l); err != nil {
+				refuse(db.Statement, err)
+				return
+			}
+		}
+	}
+	r.beforeQuery(db)
 }
 
 func (r *registration) validate(stmt *gorm.Statement, l lock) error {
@@ -203,7 +228,14 @@ func (r *registration) afterQuery(db *gorm.DB) {
 	if db.Error == nil {
 		return
 	}
-	if _, ok := db.Statement.Clauses[clauseName]; !ok {
+	l, ok := statementLock(db.Statement)
+	if !ok {
+		return
+	}
+	if l.skipLocked && r.target.d.Kind == dialects.SQLServer && dialects.IsReadPastRefused(db.Error) {
+		db.Error = fmt.Errorf("%w: %s on SQL Server needs the transaction at READ COMMITTED or REPEATABLE READ, and this one runs at another isolation level "+
+			"that refuses the READPAST hint (error 650, e.g. SERIALIZABLE or READ UNCOMMITTED); nothing was read or locked; begin the transaction with "+
+			"sql.TxOptions{Isolation: sql.LevelReadCommitted}, or lock without SkipLocked: %w", dialects.ErrUnsupported, l.describe(db.Statement), db.Error)
 		return
 	}
 	db.Error = r.target.d.WrapLockNotAvailable(db.Error)

@@ -142,6 +142,10 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		stmt.WriteByte(' ')
 		stmt.WriteString(t.keyword[dialects.SkipLocked])
 	}
+	if l.wait > 0 && t.d.LockWaitStyle() == dialects.WaitInline {
+		stmt.WriteByte(' ')
+		stmt.WriteString(t.d.LockWaitSQL(l.wait))
+	}
 }
 
 // renderFromSQLServer writes a FROM clause with the lock's table hints

@@ -14,7 +14,7 @@ import (
 // lockFeatures are the dialects features a lock can need.
 var lockFeatures = [...]dialects.Feature{
 	dialects.ForUpdate, dialects.ForShare, dialects.ForNoKeyUpdate, dialects.ForKeyShare,
-	dialects.NoWait, dialects.SkipLocked, dialects.LockOf,
+	dialects.NoWait, dialects.SkipLocked, dialects.LockOf, dialects.LockWait,
 }
 
 // target is what the lock builders need to know about one database,
@@ -47,7 +47,7 @@ func newTarget(d dialects.Dialect, cfg Config) *target {
 			}
 			t.refusal[f] = ue
 		} else {
-			t.keyword[f] = d.LockSQL(f)
+			t.keyword[f] = d.LockClauseSQL(f)
 		}
 	}
 	if cfg.SQLiteWriterLock && d.Supports(dialects.WriterLock) {
@@ -129,6 +129,9 @@ func (t *target) check(stmt *gorm.Statement, l lock) error {
 			return &c
 		}
 	}
+	if err := t.checkWait(stmt, l); err != nil {
+		return err
+	}
 	switch t.d.Kind {
 	case dialects.SQLite:
 		if t.writerLock && stmt != nil && stmt.DB.DryRun {
@@ -144,10 +147,16 @@ func (t *target) check(stmt *gorm.Statement, l lock) error {
 		if l.strength == dialects.ForShare && l.skipLocked {
 			return &dialects.UnsupportedError{
 				Dialect: t.d.String(), Feature: "FOR SHARE SKIP LOCKED",
-				Reason: "the READPAST hint cannot be combined with HOLDLOCK, which FOR SHARE needs",
+				Reason: "lockplugin does not combine READPAST with the REPEATABLEREAD hint that FOR SHARE takes there: it is not run against a live server; use ForUpdate(SkipLocked)",
 			}
 		}
 	case dialects.Oracle:
+		if what := aggregated(stmt); what != "" {
+			return &dialects.UnsupportedError{
+				Dialect: t.d.String(), Feature: l.describe(stmt) + " on a query with " + what,
+				Reason: "ORA-01786: Oracle locks rows of a table, and DISTINCT, GROUP BY and aggregate functions (Count included) make rows that are not; lock the rows with a plain query first, then aggregate without a lock in the same transaction",
+			}
+		}
 		if hasRowLimit(stmt) {
 			return &dialects.UnsupportedError{
 				Dialect: t.d.String(), Feature: l.describe(stmt) + " with a row limit (First, Take, Last, Limit, Offset)",
@@ -206,7 +215,7 @@ func hasRowLimit(stmt *gorm.Statement) bool {
 }
 
 // sqlServerHint returns the table hint for l, e.g.
-// " WITH (UPDLOCK, ROWLOCK, READPAST)".
+// " WITH (XLOCK, ROWLOCK, READPAST)".
 func (t *target) sqlServerHint(l lock) string {
 	h := " WITH (" + t.keyword[l.strength]
 	if l.noWait {

@@ -24,6 +24,9 @@ var (
 	// snapshot isolation update conflict.
 	msLockNotAvailable = map[int]bool{1222: true}
 	msRetryable        = map[int]bool{1205: true, 3960: true}
+	// SQL Server error 650: "You can only specify the READPAST lock in the
+	// READ COMMITTED or REPEATABLE READ isolation levels."
+	msReadPastIsolation = 650
 	// Oracle ORA- numbers: resource busy with NOWAIT, and with WAIT timeout;
 	// deadlock detected, cannot serialize access.
 	oraLockNotAvailable = map[int]bool{54: true, 30006: true}
@@ -52,6 +55,16 @@ func IsLockNotAvailable(err error) bool {
 		return oraLockNotAvailable[c.number]
 	}
 	return false
+}
+
+// IsReadPastRefused reports whether err is SQL Server's error 650: the
+// READPAST hint (SkipLocked) was sent in a transaction at an isolation
+// level that does not allow it: READPAST needs READ COMMITTED or
+// REPEATABLE READ, or SNAPSHOT with a locking hint beside it (which
+// lockplugin's ForUpdate always adds). The statement was not run.
+func IsReadPastRefused(err error) bool {
+	c := codeOf(err)
+	return c.family == SQLServer && c.number == msReadPastIsolation
 }
 
 // IsRetryable reports whether err is a transient concurrency failure after

@@ -33,7 +33,7 @@ type Table struct {
 // LockMatrix renders the row-lock matrix: what each database sends for each
 // lock feature, or "error" where lockplugin refuses it with ErrUnsupported.
 func LockMatrix() Table {
-	cols := []Feature{ForUpdate, ForShare, NoWait, SkipLocked, LockOf, ForNoKeyUpdate}
+	cols := []Feature{ForUpdate, ForShare, NoWait, SkipLocked, LockOf, LockWait, ForNoKeyUpdate}
 	t := Table{Header: []string{"database"}}
 	for _, c := range cols {
 		t.Header = append(t.Header, string(c))
@@ -51,7 +51,7 @@ func LockMatrix() Table {
 func lockCell(d Dialect, f Feature) string {
 	if !d.Supports(f) {
 		switch {
-		case d.Supports(WriterLock) && f != ForNoKeyUpdate:
+		case d.Supports(WriterLock) && f != ForNoKeyUpdate && f != LockWait:
 			return "error (opt-in: writer lock)"
 		case f == LockOf && d.Supports(ForUpdate):
 			return "error, except OF the query's one table (sent without OF)"
@@ -59,16 +59,19 @@ func lockCell(d Dialect, f Feature) string {
 		return "error"
 	}
 	switch {
+	case f == LockWait:
+		r, _ := d.rule(f)
+		return r.note
 	case d.Kind == SQLServer && f == LockOf:
 		return "hints on the named tables only"
 	case d.Kind == SQLServer && (f == NoWait || f == SkipLocked):
-		return "`" + d.LockSQL(f) + "` table hint"
+		return "`" + d.LockClauseSQL(f) + "` table hint"
 	case d.Kind == SQLServer:
-		return "`WITH (" + d.LockSQL(f) + ")`"
+		return "`WITH (" + d.LockClauseSQL(f) + ")`"
 	case f == NoWait || f == SkipLocked || f == LockOf:
 		return "yes"
 	}
-	return "`" + d.LockSQL(f) + "`"
+	return "`" + d.LockClauseSQL(f) + "`"
 }
 
 // MechanismMatrix renders which mechanisms each database can run.

@@ -10,6 +10,9 @@ func (d Dialect) LockSQL(f Feature) string {
 		return ""
 	}
 	if d.Kind == SQLServer {
+		// The update lock (U): it conflicts with other U and X locks, so
+		// readers that all take it (holds' resource row) run one at a
+		// time. Lock clauses use LockClauseSQL, which differs here.
 		switch f {
 		case ForUpdate:
 			return "UPDLOCK, ROWLOCK"
@@ -26,6 +29,29 @@ func (d Dialect) LockSQL(f Feature) string {
 		return "LOCK IN SHARE MODE"
 	}
 	return string(f)
+}
+
+// LockClauseSQL returns how lockplugin's row-lock clauses phrase f. It is
+// LockSQL except on SQL Server, where the lock modes must conflict as FOR
+// UPDATE and FOR SHARE do on PostgreSQL: an exclusive (X) row lock for
+// ForUpdate conflicts with every other lock, and a shared (S) one held to
+// the end of the transaction for ForShare conflicts with X and lets other
+// S in. LockSQL's UPDLOCK (U) would not do for ForUpdate: U and S are
+// compatible both ways in Microsoft's lock compatibility matrix, so a
+// ForShare reader would get in beside it and the holder's UPDATE would
+// then wait for it or deadlock (1205). HOLDLOCK would not do for ForShare:
+// it is SERIALIZABLE, and takes key-range locks on the gaps around the
+// rows too.
+func (d Dialect) LockClauseSQL(f Feature) string {
+	if d.Kind == SQLServer && d.Supports(f) {
+		switch f {
+		case ForUpdate:
+			return "XLOCK, ROWLOCK"
+		case ForShare:
+			return "REPEATABLEREAD, ROWLOCK"
+		}
+	}
+	return d.LockSQL(f)
 }
 
 // QuoteIdent quotes an identifier the way the database expects, doubling
@@ -53,9 +79,19 @@ func (d Dialect) QuoteIdent(name string) string {
 // QuoteTable quotes a table name that may be qualified by a schema
 // ("holds" or "billing.holds"), part by part. Validate the name first with
 // ValidTableName.
+//
+// On Oracle the schema is folded to upper case before it is quoted: a
+// schema is a user, made by CREATE USER app, and Oracle resolves that
+// unquoted name as APP; a quoted "app" names a user that does not exist.
+// The table part keeps its case, so that it names the table lockplugin's
+// own DDL made under that quoted name (and Claim quotes it as GORM's
+// Oracle dialector does); QuoteIdent keeps the case too.
 func (d Dialect) QuoteTable(name string) string {
 	parts := strings.Split(name, ".")
 	for i, p := range parts {
+		if d.Kind == Oracle && i < len(parts)-1 && plainIdent(p) {
+			p = strings.ToUpper(p)
+		}
 		parts[i] = d.QuoteIdent(p)
 	}
 	return strings.Join(parts, ".")

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 
 	"gorm.io/gorm"
 
@@ -24,9 +24,13 @@ import (
 // grants nothing new and leaves the existing holds alone; a capacity of zero
 // or less is always full.
 //
+// Holders compare byte for byte ("alice" and "alice " are two holders).
+// The call ends when ctx or db's own context ends, whichever is first.
+//
 // The resource's row must exist (ErrNotFound otherwise). A resource without
-// a single-column primary key or with a zero key, an empty holder or a
-// negative TTL is refused with ErrInvalid before anything is sent. When db
+// a single-column primary key or with a zero key, an empty holder, a
+// negative TTL, or a db.Table that is not a plain table name is refused
+// with ErrInvalid before anything is sent. When db
 // is a transaction the hold is taken inside it, under a savepoint; on
 // PostgreSQL that transaction must be READ COMMITTED, and on SQL Server not
 // SNAPSHOT (ErrUnsupported otherwise; see the package documentation).
@@ -38,21 +42,22 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 	if err != nil {
 		return nil, err
 	}
-	cfg, sess, res, st := c.cfg, c.sess, c.res, c.st
-	ttl := ttlMillis(cfg.ttl)
-	callerTx := inTransaction(sess)
-	if callerTx {
-		if err := checkIsolation(sess, st); err != nil {
+	defer c.done()
+	ctx = c.ctx
+	res := c.res
+	ttl := ttlMillis(c.cfg.ttl)
+	if c.callerTx {
+		if err := checkIsolation(ctx, c.runner(c.pool), c.st); err != nil {
 			return nil, fmt.Errorf("holds: acquiring %s %s for %q: %w", res.table, res.id, holder, err)
 		}
 	}
 	var h *Hold
-	err = run(ctx, sess, st, func(tx *gorm.DB) (err error) {
-		h, err = acquireOnce(tx, st, res, holder, ttl, callerTx)
+	err = c.run(ctx, func(r runner) (err error) {
+		h, err = acquireOnce(ctx, r, c, holder, ttl)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, err)
+		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, ctxError(ctx, err))
 	}
 	return h, nil
 }
@@ -62,57 +67,112 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 // committed before the lock was granted: in a transaction of Acquire's own
 // the lock is the first statement (and PostgreSQL and SQL Server run it at
 // READ COMMITTED), so no earlier snapshot exists; in a caller's transaction
-// checkIsolation and a locking count on MySQL and MariaDB see to it.
-func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl int64, callerTx bool) (*Hold, error) {
-	lock, read := st.lockResource(res.table, res.key)
-	if lock != "" {
-		r := tx.Exec(lock, res.pk)
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		if r.RowsAffected == 0 {
-			return nil, fmt.Errorf("%w: no row %s = %s in %s", ErrNotFound, res.key, res.id, res.table)
-		}
-	}
-	row := res.fresh()
-	r := tx.Raw(read, res.pk).Scan(row)
-	if r.Error != nil {
-		return nil, r.Error
-	}
-	if r.RowsAffected == 0 {
-		return nil, fmt.Errorf("%w: no row %s = %s in %s", ErrNotFound, res.key, res.id, res.table)
-	}
-	capacity := row.(Holdable).HoldCapacity()
-
-	var (
-		n    int64
-		mine sql.NullInt64
-		now  int64
-	)
-	if _, err := scanOne(tx, st.count(callerTx), []any{holder, res.table, res.id}, &n, &mine, &now); err != nil {
+// checkIsolation and locking reads on MySQL and MariaDB see to it.
+func acquireOnce(ctx context.Context, r runner, c *call, holder string, ttl int64) (*Hold, error) {
+	res, st, q := c.res, c.st, c.q
+	capacity, err := lockResource(ctx, r, st, res)
+	if err != nil {
 		return nil, err
 	}
-	if mine.Valid {
-		h, err := readHold(tx, st, st.byID(), mine.Int64)
-		if h != nil {
-			h.key = res.key
-		}
-		return h, err
-	}
-	if n >= int64(capacity) {
-		return nil, nil
-	}
-	hr := holdRow{ResourceType: res.table, ResourceID: res.id, Holder: holder, CreatedMs: now}
+	var expires any // NULL: no expiry
 	if ttl > 0 {
-		exp := now + ttl
-		hr.ExpiresMs = &exp
+		expires = ttl
 	}
-	if err := tx.Table(st.table).Create(&hr).Error; err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		if q.grant != "" && int64(capacity) > 0 {
+			// One statement decides and inserts; no row when it did not.
+			hr := holdRow{ResourceType: res.table, ResourceID: res.id, Holder: holder}
+			found, err := r.row(ctx, q.grant, []any{res.table, res.id, holder, expires, int64(capacity)}, &hr.ID, &hr.CreatedMs, &hr.ExpiresMs)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				return hr.hold(st.table, res.key), nil
+			}
+		}
+		// Why not (or, without grant, whether): the count, the holder's own
+		// active hold, and the database clock.
+		var (
+			n    int64
+			mine sql.NullInt64
+			now  int64
+		)
+		count := q.count
+		if c.callerTx {
+			count = q.countShare
+		}
+		if _, err := r.row(ctx, count, []any{holder, res.table, res.id}, &n, &mine, &now); err != nil {
+			return nil, err
+		}
+		if mine.Valid {
+			// Read as the count was: in a caller's REPEATABLE READ
+			// transaction a plain read would not see a hold committed after
+			// its snapshot, which the count (a locking read) has just found.
+			byID := q.byID
+			if c.callerTx {
+				byID = q.byIDLatest
+			}
+			h, err := readHold(ctx, r, st, byID, mine.Int64)
+			if h != nil {
+				h.key = res.key
+				return h, err
+			}
+			if err != nil || attempt >= 2 {
+				return nil, err
+			}
+			continue // released in between: decide again
+		}
+		if n >= int64(capacity) {
+			return nil, nil
+		}
+		if q.grant != "" {
+			if attempt >= 2 {
+				return nil, nil
+			}
+			continue // a slot came free since grant looked: ask again
+		}
+		hr := holdRow{ResourceType: res.table, ResourceID: res.id, Holder: holder, CreatedMs: now}
+		if ttl > 0 {
+			exp := now + ttl
+			hr.ExpiresMs = &exp
+		}
+		args := []any{res.table, res.id, holder, now, hr.ExpiresMs}
+		if st.d.Kind == dialects.SQLServer {
+			if _, err := r.row(ctx, q.insert, args, &hr.ID); err != nil {
+				return nil, err
+			}
+		} else if hr.ID, err = r.insert(ctx, q.insert, args...); err != nil {
+			return nil, err
+		}
+		return hr.hold(st.table, res.key), nil
 	}
-	h := hr.hold(st.table)
-	h.key = res.key
-	return h, nil
+}
+
+// lockResource locks the resource's row, reads it back under the lock and
+// returns its capacity as HoldCapacity says of the row as stored.
+func lockResource(ctx context.Context, r runner, st statements, res resource) (int, error) {
+	lock, read := st.lockStatements(res.table, res.key)
+	if lock != "" {
+		n, err := r.exec(ctx, lock, res.pk)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("%w: no row %s = %s in %s", ErrNotFound, res.key, res.id, res.table)
+		}
+	}
+	var row Holdable
+	err := r.rows(ctx, read, []any{res.pk}, func(rows *sql.Rows) (err error) {
+		row, err = res.scan(ctx, rows)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if row == nil {
+		return 0, fmt.Errorf("%w: no row %s = %s in %s", ErrNotFound, res.key, res.id, res.table)
+	}
+	return row.HoldCapacity(), nil
 }
 
 // checkIsolation refuses a caller's transaction that reads one snapshot
@@ -121,14 +181,14 @@ func acquireOnce(tx *gorm.DB, st statements, res resource, holder string, ttl in
 // miss the holds granted since, and the resource would be oversold.
 // PostgreSQL's SERIALIZABLE would not catch it, since the other acquirers'
 // transactions are not serializable.
-func checkIsolation(tx *gorm.DB, st statements) error {
+func checkIsolation(ctx context.Context, r runner, st statements) error {
 	q := st.isolation()
 	if q == "" {
 		return nil
 	}
 	var level string
-	if _, err := scanOne(tx, q, nil, &level); err != nil {
-		return fmt.Errorf("reading the transaction's isolation level on %s: %w", st.d, err)
+	if _, err := r.row(ctx, q, nil, &level); err != nil {
+		return fmt.Errorf("reading the transaction's isolation level on %s: %w", st.d, ctxError(ctx, err))
 	}
 	if st.snapshotIsolation(level) {
 		name := strings.ToUpper(level)
@@ -144,19 +204,24 @@ func checkIsolation(tx *gorm.DB, st statements) error {
 	return nil
 }
 
-// inTransaction reports whether db runs inside a caller's transaction.
-func inTransaction(db *gorm.DB) bool { return plugin.InTransaction(db.Statement.ConnPool) }
-
 // call is what every operation on one resource starts from: its options,
-// a session bound to the context, the database, the resource's table and
-// key, and the statements for them.
+// the joined context, a session of db (for its logger and dialector), the
+// database, the resource's table and key, the statements for them, and
+// where they run.
 type call struct {
-	cfg  config
-	sess *gorm.DB
-	d    dialects.Dialect
-	res  resource
-	st   statements
+	cfg      config
+	ctx      context.Context // the explicit ctx joined with db's own
+	done     context.CancelFunc
+	sess     *gorm.DB
+	d        dialects.Dialect
+	res      resource
+	st       statements
+	q        *compiled
+	pool     gorm.ConnPool // the caller's transaction, or the source pool
+	callerTx bool
 }
+
+func (c *call) runner(q gorm.ConnPool) runner { return runner{db: c.sess, q: q} }
 
 // start checks the options, db and the resource, in that order, before
 // anything is sent.
@@ -165,58 +230,57 @@ func start(ctx context.Context, db *gorm.DB, model Holdable, opts []Option) (*ca
 	if err != nil {
 		return nil, err
 	}
-	sess, d, err := begin(ctx, db)
+	c, err := begin(ctx, db, cfg.table)
 	if err != nil {
 		return nil, err
 	}
-	res, err := resolve(ctx, db, model)
-	if err != nil {
+	c.cfg = cfg
+	if c.res, err = resolve(c.ctx, db, model); err != nil {
+		c.done()
 		return nil, err
 	}
-	return &call{cfg: cfg, sess: sess, d: d, res: res, st: newStatements(d, cfg.table)}, nil
+	return c, nil
 }
 
-// begin checks db and the database, and returns a session of db with no
-// leftover conditions, bound to ctx.
-func begin(ctx context.Context, db *gorm.DB) (*gorm.DB, dialects.Dialect, error) {
+// begin checks db and the database, and returns a call on the holds table
+// bound to ctx joined with db's own context: the call ends when either ends
+// (holds.Acquire(ctx, db.WithContext(r.Context())) stops when the request
+// is cancelled). A context that has ended already stops the call here,
+// before anything is sent. c.done must be called when the call returns.
+func begin(ctx context.Context, db *gorm.DB, table string) (*call, error) {
 	if ctx == nil {
-		return nil, dialects.Dialect{}, fmt.Errorf("%w: nil context", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
 	if db == nil || db.Config == nil || db.Statement == nil {
-		return nil, dialects.Dialect{}, fmt.Errorf("%w: nil *gorm.DB", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil *gorm.DB", ErrInvalid)
 	}
 	d := dialects.Of(db)
 	if err := d.Require(dialects.CapacityHolds); err != nil {
-		return nil, d, err
+		return nil, err
 	}
-	return db.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true}), d, nil
-}
-
-// scanOne runs a query and scans its first row into dest; found is false
-// when there is no row.
-func scanOne(tx *gorm.DB, query string, args []any, dest ...any) (found bool, err error) {
-	rows, err := tx.Raw(query, args...).Rows()
-	if err != nil {
-		return false, err
+	if db.DryRun {
+		return nil, fmt.Errorf("%w: a DryRun session cannot hold (holds sends its statements itself)", ErrInvalid)
 	}
-	defer func() {
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if !rows.Next() {
-		return false, rows.Err()
+	jctx, done := ctxjoin.Join(ctx, db)
+	if err := ended(jctx, db); err != nil {
+		done()
+		return nil, fmt.Errorf("holds: on %s: %w", d, err)
 	}
-	return true, rows.Scan(dest...)
+	st := newStatements(d, table)
+	pool, callerTx := callPool(jctx, db, table)
+	return &call{
+		ctx: jctx, done: done, sess: db.Session(&gorm.Session{NewDB: true, Context: jctx}),
+		d: d, st: st, q: st.compiled(), pool: pool, callerTx: callerTx,
+	}, nil
 }
 
 // readHold reads one hold with a query over holdColumns; nil when there is
 // no row.
-func readHold(tx *gorm.DB, st statements, query string, args ...any) (*Hold, error) {
-	var r holdRow
-	found, err := scanOne(tx, query, args, &r.ID, &r.ResourceType, &r.ResourceID, &r.Holder, &r.CreatedMs, &r.ExpiresMs, &r.ReleasedMs)
+func readHold(ctx context.Context, r runner, st statements, query string, args ...any) (*Hold, error) {
+	var h holdRow
+	found, err := r.row(ctx, query, args, &h.ID, &h.ResourceType, &h.ResourceID, &h.Holder, &h.CreatedMs, &h.ExpiresMs, &h.ReleasedMs)
 	if err != nil || !found {
 		return nil, err
 	}
-	return r.hold(st.table), nil
+	return h.hold(st.table, ""), nil
 }

@@ -116,6 +116,15 @@ func TestResolve(t *testing.T) {
 	if _, err := resolve(ctx, pg.Table("rooms r"), room{ID: 7}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("db.Table with an alias: %v", err)
 	}
+	// Raw SQL in db.Table is refused, never replaced by the model's table.
+	for _, bad := range []string{"x; DROP TABLE rooms", "rooms; --", "(SELECT 1) AS t", "billing.rooms"} {
+		if r, err := resolve(ctx, pg.Table(bad), room{ID: 7}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("db.Table(%q): %+v, %v; want ErrInvalid", bad, r, err)
+		}
+	}
+	if _, err := resolve(ctx, pg.Table("rooms WHERE ?", 1), room{ID: 7}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("db.Table with args accepted")
+	}
 	// The copy read under the lock keeps what the database does not store.
 	f := r.fresh().(*room)
 	if f.ID != 7 || f == nil {

@@ -82,7 +82,9 @@
 //     snapshot cannot see holds granted since, and SERIALIZABLE's conflict
 //     detection does not cover Acquire's own READ COMMITTED transactions.
 //   - MySQL and MariaDB: the count is a locking read (FOR SHARE, or LOCK IN
-//     SHARE MODE), which always sees the latest committed holds. At
+//     SHARE MODE), which always sees the latest committed holds, and so is
+//     the read of the caller's own hold that the count found (a plain read
+//     would not see it if it was committed after the snapshot). At
 //     REPEATABLE READ (the default) it also takes gap locks until the
 //     caller commits, which can make acquirers of neighbouring resources
 //     wait; at READ COMMITTED it does not.
@@ -106,6 +108,29 @@
 // while its extension is still uncommitted; Release needs no lock, since it
 // only ever frees a slot.
 //
+// # Holders, contexts, replicas
+//
+// Holders compare byte for byte on every database: "alice" and "alice "
+// are two holders. MySQL and MariaDB collations pad (utf8mb4_bin included)
+// and SQL Server's = ignores trailing spaces, so there the holder is
+// compared cast to binary; Migrate gives new MySQL tables a VARBINARY holder
+// column.
+//
+// Every call ends when its ctx or db's own context (db.WithContext) ends,
+// whichever is first, and an ended one stops it before any SQL; a context
+// that ends inside Acquire's transaction is returned as the context's error.
+//
+// Under gorm.io/plugin/dbresolver every statement of this package goes to a
+// source, as dbresolver.Write would send it: Release, Extend, Available,
+// IsFull and ActiveFor included, since a replica that lags answers for a
+// past that no longer holds.
+//
+// The statements are fixed SQL with bind parameters, rendered once per
+// database and table and sent straight to the connection pool (or the
+// caller's transaction), past GORM's statement builder: they reach GORM's
+// logger, but not GORM callbacks (a tracing plugin built on callbacks does
+// not see them). A DryRun session is refused with ErrInvalid.
+//
 // # Reads
 //
 // Available, IsFull and ActiveFor take no locks and are true as of the
@@ -116,7 +141,7 @@
 // # The holds table
 //
 // Migrate creates the holds table (DefaultTable, or the name given with
-// Table) and the index the count uses. Released and expired holds stay in
+// Table) and the index the count uses; several processes may run it at once. Released and expired holds stay in
 // the table as history; delete old ones with plain SQL when they are no
 // longer wanted.
 package holds

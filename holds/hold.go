@@ -47,7 +47,7 @@ type holdRow struct {
 	ReleasedMs   *int64 `gorm:"column:released_at"`
 }
 
-func (r holdRow) hold(table string) *Hold {
+func (r holdRow) hold(table, key string) *Hold {
 	return &Hold{
 		ID:           r.ID,
 		ResourceType: r.ResourceType,
@@ -57,6 +57,7 @@ func (r holdRow) hold(table string) *Hold {
 		ExpiresAt:    msTime(r.ExpiresMs),
 		ReleasedAt:   msTime(r.ReleasedMs),
 		table:        table,
+		key:          key,
 	}
 }
 

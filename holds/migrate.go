@@ -2,15 +2,28 @@ package holds
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // Migrate creates the holds table, DefaultTable or the one named with Table,
 // and the index that counting a resource's active holds walks. It leaves an
-// existing table alone, so it is safe to run at every start. It runs with
-// db's context.
+// existing table alone, so it is safe to run at every start, and safe when
+// several processes start together on a fresh database: on PostgreSQL and
+// SQL Server it runs in a transaction that first takes a transaction-scoped
+// lock named after the table, so that concurrent CREATE TABLE IF NOT EXISTS
+// statements (which race there: duplicate pg_type rows, "already exists")
+// run one after the other; MySQL, MariaDB and SQLite serialise such DDL
+// themselves. It runs with db's context.
+//
+// A holds table made by an earlier version on MySQL or MariaDB has a
+// VARCHAR holder column in a padding collation; it is left as it is, since
+// the queries compare holders exactly on either column type.
 func Migrate(db *gorm.DB, opts ...Option) error {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -23,14 +36,63 @@ func Migrate(db *gorm.DB, opts ...Option) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	sess, d, err := begin(ctx, db)
+	c, err := begin(ctx, db, cfg.table)
 	if err != nil {
 		return err
 	}
-	for _, ddl := range newStatements(d, cfg.table).createTable() {
-		if err := sess.Exec(ddl).Error; err != nil {
-			return fmt.Errorf("holds: creating table %s on %s: %w", cfg.table, d, err)
+	defer c.done()
+	ctx, d := c.ctx, c.d
+	create := func(r runner) error {
+		for _, ddl := range c.st.createTable() {
+			if _, err := r.exec(ctx, ddl); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if lock := c.st.migrateLock(); lock != "" {
+		lockThenCreate := func(r runner) error {
+			if _, err := r.exec(ctx, bind(d, lock), migrateKey(d, cfg.table)); err != nil {
+				return fmt.Errorf("taking the migration lock: %w", err)
+			}
+			return create(r)
+		}
+		if c.callerTx {
+			// In the caller's transaction: the lock lasts until it ends.
+			err = lockThenCreate(c.runner(c.pool))
+		} else {
+			err = c.inTransaction(ctx, nil, lockThenCreate)
+		}
+	} else {
+		err = create(c.runner(c.pool))
+	}
+	if err != nil {
+		return fmt.Errorf("holds: creating table %s on %s: %w", cfg.table, d, ctxError(ctx, err))
 	}
 	return nil
+}
+
+// migrateLock returns the statement that serialises concurrent Migrate
+// calls inside their transactions, "" where the database needs none.
+// Argument: migrateKey.
+func (s statements) migrateLock() string {
+	switch s.d.Kind {
+	case dialects.Postgres:
+		return "SELECT pg_advisory_xact_lock(?)"
+	case dialects.SQLServer:
+		return "DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = -1; " +
+			"IF @r < 0 RAISERROR('sp_getapplock returned %d', 16, 1, @r)"
+	}
+	return ""
+}
+
+// migrateKey names the migration lock of one holds table: a bigint from
+// the SHA-256 of its name on PostgreSQL, the name itself on SQL Server.
+func migrateKey(d dialects.Dialect, table string) any {
+	name := "lockplugin/holds.Migrate " + table
+	if d.Kind == dialects.Postgres {
+		sum := sha256.Sum256([]byte(name))
+		return int64(binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63))
+	}
+	return name
 }

@@ -17,10 +17,11 @@ func ActiveFor(ctx context.Context, db *gorm.DB, resource Holdable, holder strin
 	if err != nil {
 		return nil, err
 	}
-	sess, d, res, st := c.sess, c.d, c.res, c.st
-	h, err := readHold(sess, st, st.activeFor(), res.table, res.id, holder)
+	defer c.done()
+	res := c.res
+	h, err := readHold(c.ctx, c.runner(c.pool), c.st, c.q.activeFor, res.table, res.id, holder)
 	if err != nil {
-		return nil, fmt.Errorf("holds: reading %q's hold on %s %s on %s: %w", holder, res.table, res.id, d, err)
+		return nil, fmt.Errorf("holds: reading %q's hold on %s %s on %s: %w", holder, res.table, res.id, c.d, ctxError(c.ctx, err))
 	}
 	if h != nil {
 		h.key = res.key
@@ -37,10 +38,11 @@ func Available(ctx context.Context, db *gorm.DB, resource Holdable, opts ...Opti
 	if err != nil {
 		return 0, err
 	}
-	sess, d, res, st := c.sess, c.d, c.res, c.st
+	defer c.done()
+	res := c.res
 	var n int64
-	if _, err := scanOne(sess, st.countActive(), []any{res.table, res.id}, &n); err != nil {
-		return 0, fmt.Errorf("holds: counting holds on %s %s on %s: %w", res.table, res.id, d, err)
+	if _, err := c.runner(c.pool).row(c.ctx, c.q.countActive, []any{res.table, res.id}, &n); err != nil {
+		return 0, fmt.Errorf("holds: counting holds on %s %s on %s: %w", res.table, res.id, c.d, ctxError(c.ctx, err))
 	}
 	free := int64(resource.HoldCapacity()) - n
 	if free < 0 {

@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -16,21 +17,42 @@ import (
 // A hold returned by Acquire or ActiveFor remembers its holds table; a Table
 // option, needed only for a Hold built by hand, overrides it.
 func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) error {
-	sess, st, err := holdCall(ctx, db, h, opts)
+	c, err := holdCall(ctx, db, h, opts)
 	if err != nil {
 		return err
 	}
-	if err := sess.Exec(st.release(), h.ID).Error; err != nil {
-		return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, st.d, err)
+	defer c.done()
+	ctx, r := c.ctx, c.runner(c.pool)
+	var at sql.NullInt64
+	if q := c.q.releaseReturning; q != "" {
+		// One statement that says when, where the database can.
+		found, err := r.row(ctx, q, []any{h.ID}, &at)
+		if err != nil {
+			return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
+		}
+		if found {
+			h.ReleasedAt = msTime(&at.Int64)
+			return nil
+		}
+	} else if _, err := r.exec(ctx, c.q.release, h.ID); err != nil {
+		return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 	}
-	got, err := readHold(sess, st, st.byID(), h.ID)
+	// Released before, or not there at all; or (MySQL, MariaDB, SQLite)
+	// released just now: the row says which.
+	relAt := c.q.relAt
+	if c.callerTx {
+		relAt = c.q.relAtLatest
+	}
+	found, err := r.row(ctx, relAt, []any{h.ID}, &at)
 	if err != nil {
-		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, st.d, err)
+		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 	}
-	if got == nil {
-		return fmt.Errorf("holds: releasing hold %d: %w in %s", h.ID, ErrNotFound, st.table)
+	if !found {
+		return fmt.Errorf("holds: releasing hold %d: %w in %s", h.ID, ErrNotFound, c.st.table)
 	}
-	h.ReleasedAt = got.ReleasedAt
+	if at.Valid {
+		h.ReleasedAt = msTime(&at.Int64)
+	}
 	return nil
 }
 
@@ -49,20 +71,22 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 	if ttl < 0 {
 		return fmt.Errorf("%w: negative TTL %v", ErrInvalid, ttl)
 	}
-	sess, st, err := holdCall(ctx, db, h, opts)
+	c, err := holdCall(ctx, db, h, opts)
 	if err != nil {
 		return err
 	}
+	defer c.done()
+	ctx, st := c.ctx, c.st
 	var got *Hold
-	err = run(ctx, sess, st, func(tx *gorm.DB) (err error) {
-		got, err = extendOnce(tx, st, h, ttlMillis(ttl))
+	err = c.run(ctx, func(r runner) (err error) {
+		got, err = extendOnce(ctx, r, c, h, ttlMillis(ttl))
 		return err
 	})
 	if err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrInvalid) {
 			return fmt.Errorf("holds: extending hold %d: %w", h.ID, err)
 		}
-		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, err)
+		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, ctxError(ctx, err))
 	}
 	h.ExpiresAt = got.ExpiresAt
 	return nil
@@ -70,8 +94,13 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 
 // extendOnce is one attempt of Extend: read which resource the hold is on,
 // lock that resource's row, and move the expiry if the hold is active.
-func extendOnce(tx *gorm.DB, st statements, h *Hold, ttl int64) (*Hold, error) {
-	cur, err := readHold(tx, st, st.byID(), h.ID)
+func extendOnce(ctx context.Context, r runner, c *call, h *Hold, ttl int64) (*Hold, error) {
+	st, q := c.st, c.q
+	byID := q.byID
+	if c.callerTx {
+		byID = q.byIDLatest // the latest row, not the caller's snapshot (MySQL, MariaDB)
+	}
+	cur, err := readHold(ctx, r, st, byID, h.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -80,42 +109,36 @@ func extendOnce(tx *gorm.DB, st statements, h *Hold, ttl int64) (*Hold, error) {
 	}
 	key := h.key
 	if key == "" || h.ResourceType != cur.ResourceType {
-		if key, err = primaryKey(tx, cur.ResourceType); err != nil {
+		if key, err = primaryKey(c.sess, r.q, cur.ResourceType); err != nil {
 			return nil, err
 		}
 	}
 	// A resource row that is gone locks nothing, but then no acquirer can
 	// take its slot either (Acquire needs the row).
-	lock, read := st.lockResource(cur.ResourceType, key)
+	lock, read := st.lockStatements(cur.ResourceType, key)
 	if lock != "" {
-		if err := tx.Exec(lock, cur.ResourceID).Error; err != nil {
+		if _, err := r.exec(ctx, lock, cur.ResourceID); err != nil {
 			return nil, err
 		}
-	} else {
-		rows, err := tx.Raw(read, cur.ResourceID).Rows()
-		if err != nil {
-			return nil, err
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
+	} else if err := r.rows(ctx, read, []any{cur.ResourceID}, func(*sql.Rows) error { return nil }); err != nil {
+		return nil, err
 	}
-	var r *gorm.DB
+	var n int64
 	if ttl > 0 {
-		r = tx.Exec(st.extend(), ttl, h.ID)
+		n, err = r.exec(ctx, q.extend, ttl, h.ID)
 	} else {
-		r = tx.Exec(st.extendForever(), h.ID)
+		n, err = r.exec(ctx, q.extendForever, h.ID)
 	}
-	if r.Error != nil {
-		return nil, r.Error
+	if err != nil {
+		return nil, err
 	}
-	query := st.byID()
-	if r.RowsAffected == 0 {
+	query := q.byID
+	if n == 0 {
 		// Either the hold is not active, or (MySQL counts changed rows,
 		// not matched ones) its expiry was already what was asked.
-		query = st.activeByID()
+		query = q.activeByID
 	}
-	got, err := readHold(tx, st, query, h.ID)
+	got, err := readHold(ctx, r, st, query, h.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +149,11 @@ func extendOnce(tx *gorm.DB, st statements, h *Hold, ttl int64) (*Hold, error) {
 }
 
 // primaryKey finds the single primary key column of a resource table, for a
-// Hold built by hand.
-func primaryKey(tx *gorm.DB, table string) (string, error) {
+// Hold built by hand, asking the database on q (the transaction Extend
+// runs in) through GORM's migrator.
+func primaryKey(sess *gorm.DB, q gorm.ConnPool, table string) (string, error) {
+	tx := sess.Session(&gorm.Session{NewDB: true})
+	tx.Statement.ConnPool = q
 	cols, err := tx.Migrator().ColumnTypes(table)
 	if err != nil {
 		return "", fmt.Errorf("finding the primary key of %s: %w", table, err)
@@ -145,24 +171,20 @@ func primaryKey(tx *gorm.DB, table string) (string, error) {
 }
 
 // holdCall checks the arguments of a call on one hold and finds its table.
-func holdCall(ctx context.Context, db *gorm.DB, h *Hold, opts []Option) (*gorm.DB, statements, error) {
+func holdCall(ctx context.Context, db *gorm.DB, h *Hold, opts []Option) (*call, error) {
 	if h == nil || h.ID <= 0 {
-		return nil, statements{}, fmt.Errorf("%w: nil hold or hold without an ID", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil hold or hold without an ID", ErrInvalid)
 	}
 	table := h.table
 	if len(opts) > 0 {
 		cfg, err := newConfig(opts)
 		if err != nil {
-			return nil, statements{}, err
+			return nil, err
 		}
 		table = cfg.table
 	}
 	if table == "" {
 		table = DefaultTable
 	}
-	sess, d, err := begin(ctx, db)
-	if err != nil {
-		return nil, statements{}, err
-	}
-	return sess, newStatements(d, table), nil
+	return begin(ctx, db, table)
 }

@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/lockplugin/lockplugin/dialects"
 )
 
@@ -17,9 +15,9 @@ import (
 // error is run again before its error is returned.
 const maxReplays = 3
 
-// run runs fn in a transaction of its own, or, when db already is a
-// transaction, under a savepoint inside it; either way it replays fn on
-// retryable errors.
+// run runs fn in a transaction of its own on the call's pool, or, when the
+// call is inside the caller's transaction, under a savepoint in it; either
+// way it replays fn on retryable errors.
 //
 // A transaction of its own runs at READ COMMITTED on PostgreSQL and SQL
 // Server, whatever the session's default: at PostgreSQL's REPEATABLE READ
@@ -28,15 +26,35 @@ const maxReplays = 3
 // committed. MySQL and MariaDB need no such option: there a locking read
 // opens no snapshot, so the first plain read (the count) comes after the
 // lock; SQLite's writer lock is taken by the first statement.
-func run(ctx context.Context, db *gorm.DB, st statements, fn func(tx *gorm.DB) error) error {
-	if inTransaction(db) {
-		return replay(ctx, maxReplays, func() error { return underSavepoint(db, st, fn) })
+func (c *call) run(ctx context.Context, fn func(r runner) error) error {
+	if c.callerTx {
+		return replay(ctx, maxReplays, func() error { return underSavepoint(ctx, c, fn) })
 	}
-	var opts []*sql.TxOptions
-	if st.d.Kind == dialects.Postgres || st.d.Kind == dialects.SQLServer {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	var opts *sql.TxOptions
+	if c.d.Kind == dialects.Postgres || c.d.Kind == dialects.SQLServer {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	return replay(ctx, maxReplays, func() error { return db.Transaction(fn, opts...) })
+	return replay(ctx, maxReplays, func() error { return c.inTransaction(ctx, opts, fn) })
+}
+
+// inTransaction runs fn in a transaction begun on the call's pool, and
+// commits it when fn succeeds; on an error or a panic it rolls back.
+func (c *call) inTransaction(ctx context.Context, opts *sql.TxOptions, fn func(r runner) error) (err error) {
+	q, tx, err := beginTx(ctx, c.pool, opts)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(c.runner(q)); err != nil {
+		return err
+	}
+	done = true
+	return tx.Commit()
 }
 
 // replay calls try, and calls it again, at most replays more times, while
@@ -71,36 +89,29 @@ type finalError struct{ err error }
 
 func (e *finalError) Error() string { return e.err.Error() }
 
-// underSavepoint runs fn inside the caller's transaction tx, between a
+// underSavepoint runs fn inside the caller's transaction, between a
 // savepoint and its release; when fn fails, everything fn did is rolled back
-// to the savepoint and the caller's own work is left as it was.
-func underSavepoint(tx *gorm.DB, st statements, fn func(tx *gorm.DB) error) error {
-	if err := execDirect(tx, st.savepoint()); err != nil {
+// to the savepoint and the caller's own work is left as it was. Savepoint
+// statements bypass prepared-statement mode, which MySQL does not allow
+// them in.
+func underSavepoint(ctx context.Context, c *call, fn func(r runner) error) error {
+	sp := c.runner(direct(c.pool))
+	if _, err := sp.exec(ctx, c.q.savepoint); err != nil {
 		return &finalError{fmt.Errorf("setting a savepoint in the caller's transaction: %w", err)}
 	}
-	err := fn(tx)
+	err := fn(c.runner(c.pool))
 	if err == nil {
-		if rel := st.releaseSavepoint(); rel != "" {
-			if rerr := execDirect(tx, rel); rerr != nil {
+		if rel := c.q.releaseSav; rel != "" {
+			if _, rerr := sp.exec(ctx, rel); rerr != nil {
 				return &finalError{fmt.Errorf("releasing the savepoint: %w", rerr)}
 			}
 		}
 		return nil
 	}
-	if rerr := execDirect(tx, st.rollbackTo()); rerr != nil {
+	if _, rerr := sp.exec(ctx, c.q.rollbackTo); rerr != nil {
 		// MySQL and MariaDB end a deadlock victim's whole transaction, and
 		// the savepoint with it: only the caller can replay now.
 		return &finalError{errors.Join(err, fmt.Errorf("rolling back to the savepoint (the caller's transaction is lost): %w", rerr))}
 	}
 	return err
-}
-
-// execDirect runs a statement that takes no arguments. Savepoint statements
-// bypass prepared-statement mode, which MySQL does not allow them in.
-func execDirect(tx *gorm.DB, query string) error {
-	if p, ok := tx.Statement.ConnPool.(*gorm.PreparedStmtTX); ok {
-		_, err := p.Tx.ExecContext(tx.Statement.Context, query)
-		return err
-	}
-	return tx.Exec(query).Error
 }

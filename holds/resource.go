@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 // Column sizes of the holds table.
@@ -20,6 +22,7 @@ const (
 // resource is a Holdable resolved against its GORM schema.
 type resource struct {
 	model Holdable
+	sch   *schema.Schema
 	value reflect.Value // the struct the model points to
 	table string        // unquoted table name
 	key   string        // primary key column
@@ -49,10 +52,18 @@ func resolve(ctx context.Context, db *gorm.DB, model Holdable) (resource, error)
 		return resource{}, fmt.Errorf("%w: resource %T has a zero primary key (%s): save it first", ErrInvalid, model, field.DBName)
 	}
 	table := sch.Table
-	if t := db.Statement.Table; t != "" {
-		if db.Statement.TableExpr != nil && db.Statement.TableExpr.SQL != db.Statement.Quote(t) {
-			return resource{}, fmt.Errorf("%w: db.Table(%q): name the resource table with a plain table name, or a model whose TableName has the schema", ErrInvalid, db.Statement.TableExpr.SQL)
+	if te := db.Statement.TableExpr; te != nil {
+		// db.Table names the resource table. GORM keeps anything but a
+		// plain name ("x; DROP ...", "rooms r", "a.b") as raw SQL, with
+		// Table empty or only a part of it: refuse it, rather than fall
+		// back to the model's own table and hold a resource the caller did
+		// not name.
+		t := db.Statement.Table
+		if t == "" || len(te.Vars) > 0 || te.SQL != db.Statement.Quote(t) {
+			return resource{}, fmt.Errorf("%w: db.Table(%s): name the resource table with a plain table name, or a model whose TableName has the schema", ErrInvalid, capQuote(te.SQL))
 		}
+		table = t
+	} else if t := db.Statement.Table; t != "" {
 		table = t
 	}
 	id, err := keyString(pk)
@@ -67,7 +78,7 @@ func resolve(ctx context.Context, db *gorm.DB, model Holdable) (resource, error)
 	case len(id) > maxKeyLen:
 		return resource{}, fmt.Errorf("%w: resource %T primary key %q is longer than %d bytes", ErrInvalid, model, id, maxKeyLen)
 	}
-	return resource{model: model, value: value, table: table, key: field.DBName, pk: pk, id: id}, nil
+	return resource{model: model, sch: sch, value: value, table: table, key: field.DBName, pk: pk, id: id}, nil
 }
 
 // keyString is the string form of a primary key value, as stored in
@@ -98,6 +109,51 @@ func (r resource) fresh() any {
 	return p.Interface()
 }
 
+// scan reads the first row of rows (SELECT * of the resource's table) into
+// a fresh copy of the resource, as GORM's Scan would: columns the model
+// maps are set through its schema, others skipped. nil when there is no
+// row.
+func (r resource) scan(ctx context.Context, rows *sql.Rows) (Holdable, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	p := reflect.ValueOf(r.fresh())
+	fields := make([]*schema.Field, len(cols))
+	dest := make([]any, len(cols))
+	for i, col := range cols {
+		if f := r.sch.LookUpField(col); f != nil && f.Readable {
+			fields[i] = f
+			dest[i] = f.NewValuePool.Get()
+		} else {
+			dest[i] = new(sql.RawBytes)
+		}
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	for i, f := range fields {
+		if f == nil {
+			continue
+		}
+		err := f.Set(ctx, p.Elem(), dest[i])
+		f.NewValuePool.Put(dest[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	h, ok := p.Interface().(Holdable)
+	if !ok {
+		// HoldCapacity has a value receiver the pointer has too; a
+		// pointer receiver is on p itself. Either way p is Holdable.
+		return nil, fmt.Errorf("%w: %T does not implement Holdable", ErrInvalid, p.Interface())
+	}
+	return h, nil
+}
+
 func checkHolder(holder string) error {
 	switch {
 	case holder == "":
@@ -108,4 +164,12 @@ func checkHolder(holder string) error {
 		return fmt.Errorf("%w: holder is not valid UTF-8", ErrInvalid)
 	}
 	return nil
+}
+
+// capQuote quotes s for an error message, cut to 64 bytes.
+func capQuote(s string) string {
+	if len(s) <= 64 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...(%d bytes)", s[:64], len(s))
 }

@@ -3,6 +3,7 @@ package holds
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/lockplugin/lockplugin/dialects"
 )
@@ -14,8 +15,9 @@ const savepointName = "lockplugin_holds"
 const holdColumns = "id, resource_type, resource_id, holder, created_at, expires_at, released_at"
 
 // statements renders the SQL of one holds table for one database. Every
-// statement binds its values with ?, which GORM turns into the database's
-// placeholder; identifiers are quoted by the dialect.
+// statement binds its values with ?, which bind turns into the database's
+// placeholder (compiled does, once per database and table); identifiers are
+// quoted by the dialect.
 type statements struct {
 	d     dialects.Dialect
 	table string // unquoted holds table, as configured
@@ -60,12 +62,29 @@ func (s statements) lockResource(table, key string) (lock, read string) {
 // locked, and miss holds committed since; a locking read always sees the
 // latest committed rows.
 func (s statements) count(share bool) string {
-	q := "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), " + s.now +
+	q := "SELECT COUNT(*), MIN(CASE WHEN " + s.holderIs() + " THEN id END), " + s.now +
 		" FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
 	if share && s.d.IsMySQLFamily() {
 		q += " " + s.d.LockSQL(dialects.ForShare)
 	}
 	return q
+}
+
+// holderIs is the condition "holder equals the bound value", byte for
+// byte. MySQL and MariaDB compare strings with PAD SPACE collations
+// (utf8mb4_bin included: "alice" = "alice "), and SQL Server ignores
+// trailing spaces in = whatever the collation; comparing the values cast to
+// binary is exact there, on a holder column of any type (tables made by an
+// older Migrate have VARCHAR ... utf8mb4_bin). The holder is not in the
+// index, so the cast costs no index use.
+func (s statements) holderIs() string {
+	switch {
+	case s.d.IsMySQLFamily():
+		return "CAST(holder AS BINARY) = CAST(? AS BINARY)"
+	case s.d.Kind == dialects.SQLServer:
+		return "CAST(holder AS VARBINARY(510)) = CAST(? AS VARBINARY(510))"
+	}
+	return "holder = ?"
 }
 
 // isolation returns the query that reads the isolation level of the
@@ -111,7 +130,7 @@ func (s statements) countActive() string {
 // id, holder.
 func (s statements) activeFor() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds +
-		" WHERE resource_type = ? AND resource_id = ? AND holder = ? AND " + s.active() + " ORDER BY id"
+		" WHERE resource_type = ? AND resource_id = ? AND " + s.holderIs() + " AND " + s.active() + " ORDER BY id"
 }
 
 // byID reads one hold. Argument: id.
@@ -119,9 +138,85 @@ func (s statements) byID() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds + " WHERE id = ?"
 }
 
+// byIDLatest is byID for Acquire: inside a caller's transaction on MySQL
+// and MariaDB a locking read, which sees the latest committed row where a
+// plain read would see the caller's REPEATABLE READ snapshot, older than the
+// hold the count has just found.
+func (s statements) byIDLatest(callerTx bool) string {
+	if callerTx {
+		return s.latest(s.byID())
+	}
+	return s.byID()
+}
+
+// latest makes a read inside a caller's transaction see the latest
+// committed rows: a locking read on MySQL and MariaDB, whose REPEATABLE
+// READ snapshot may be older; as it is elsewhere (READ COMMITTED).
+func (s statements) latest(q string) string {
+	if s.d.IsMySQLFamily() {
+		return q + " " + s.d.LockSQL(dialects.ForShare)
+	}
+	return q
+}
+
 // activeByID reads one hold if it is active. Argument: id.
 func (s statements) activeByID() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds + " WHERE id = ? AND " + s.active()
+}
+
+// grant is PostgreSQL's count-and-insert in one statement, run once the
+// resource row is locked: it inserts the hold when the holder has no active
+// one and the active holds number fewer than the capacity, and returns the
+// new row's id, created_at and expires_at; no row when it inserted nothing
+// (full, or the holder's own hold exists: count tells which). One scan of
+// the resource's holds counts both, as count does. The count is
+// a plain read: at READ COMMITTED (Acquire's own transactions, and the only
+// caller's transactions it accepts) the statement's snapshot is taken after
+// the lock was granted. Arguments ($n): resource type, resource id, holder,
+// TTL in ms (NULL for none), capacity.
+func (s statements) grant() string {
+	return "INSERT INTO " + s.holds + " (resource_type, resource_id, holder, created_at, expires_at) " +
+		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) " +
+		"FROM (SELECT " + s.now + " AS now) AS n, " +
+		"(SELECT COUNT(*) AS total, COUNT(CASE WHEN holder = $3 THEN 1 END) AS mine FROM " + s.holds +
+		" WHERE resource_type = $1 AND resource_id = $2 AND " + s.active() + ") AS k " +
+		"WHERE k.mine = 0 AND k.total < CAST($5 AS BIGINT) " +
+		"RETURNING id, created_at, expires_at"
+}
+
+// oneStatementGrant reports whether Acquire counts and inserts with grant
+// (PostgreSQL). Elsewhere it counts, then inserts: an INSERT ... SELECT on
+// InnoDB takes shared next-key locks on the holds it reads, which would make
+// acquirers of neighbouring resources wait for each other.
+func (s statements) oneStatementGrant() bool { return s.d.Kind == dialects.Postgres }
+
+// insert adds a hold. Arguments: resource type, resource id, holder,
+// created_at, expires_at. SQL Server answers the new id as a row (OUTPUT);
+// the others through LastInsertId.
+func (s statements) insert() string {
+	cols := " (resource_type, resource_id, holder, created_at, expires_at) "
+	if s.d.Kind == dialects.SQLServer {
+		return "INSERT INTO " + s.holds + cols + "OUTPUT INSERTED.id VALUES (?, ?, ?, ?, ?)"
+	}
+	return "INSERT INTO " + s.holds + cols + "VALUES (?, ?, ?, ?, ?)"
+}
+
+// releaseReturning is release answering the time it set, in the same
+// statement, where the database can (PostgreSQL, SQL Server); "" elsewhere.
+func (s statements) releaseReturning() string {
+	switch s.d.Kind {
+	case dialects.Postgres:
+		return s.release() + " RETURNING released_at"
+	case dialects.SQLServer:
+		return "UPDATE " + s.holds + " SET released_at = " + s.now + " OUTPUT INSERTED.released_at WHERE id = ? AND released_at IS NULL"
+	}
+	return ""
+}
+
+// releasedAt reads when a hold was released (NULL if it is not). Argument:
+// id.
+func (s statements) releasedAt() string {
+	return "SELECT released_at FROM " + s.holds + " WHERE id = ?"
 }
 
 // release marks a hold released unless it already is. Argument: id.
@@ -170,16 +265,19 @@ func (s statements) releaseSavepoint() string {
 // differs is the key's type, how strings compare exactly, and whether the
 // index is declared inline.
 func (s statements) createTable() []string {
-	var create, id, str, tail string
+	var create, id, str, tail, holder string
 	inlineIndex := false
 	switch s.d.Kind {
 	case dialects.Postgres:
 		create, id, str = "CREATE TABLE IF NOT EXISTS ", "BIGSERIAL PRIMARY KEY", "VARCHAR(%d) NOT NULL"
 	case dialects.MySQL, dialects.MariaDB:
-		// Binary collation: holders and keys compare exactly, as they do on
-		// the other databases.
+		// Binary collation for the resource: keys compare case-exactly. The
+		// holder is VARBINARY, which does not pad: "alice" and "alice " are
+		// two holders (utf8mb4_bin would make them one on MariaDB and
+		// MySQL 5.7). The queries compare holders exactly on either type.
 		create, id = "CREATE TABLE IF NOT EXISTS ", "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"
 		str, tail, inlineIndex = "VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", " ENGINE=InnoDB", true
+		holder = "VARBINARY(255) NOT NULL"
 	case dialects.SQLServer:
 		create = "IF OBJECT_ID(N'" + s.table + "', N'U') IS NULL CREATE TABLE "
 		id, str, inlineIndex = "BIGINT IDENTITY(1,1) NOT NULL PRIMARY KEY", "NVARCHAR(%d) COLLATE Latin1_General_100_BIN2 NOT NULL", true
@@ -190,6 +288,9 @@ func (s statements) createTable() []string {
 	default:
 		return nil
 	}
+	if holder == "" {
+		holder = fmt.Sprintf(str, 255)
+	}
 	_, bare := splitTable(s.table)
 	index := s.d.QuoteIdent(bare + "_active")
 	cols := "(resource_type, resource_id, released_at, expires_at)"
@@ -197,7 +298,7 @@ func (s statements) createTable() []string {
 		"id " + id + ", " +
 		"resource_type " + fmt.Sprintf(str, 191) + ", " +
 		"resource_id " + fmt.Sprintf(str, 191) + ", " +
-		"holder " + fmt.Sprintf(str, 255) + ", " +
+		"holder " + holder + ", " +
 		"created_at BIGINT NOT NULL, " +
 		"expires_at BIGINT NULL, " +
 		"released_at BIGINT NULL"
@@ -205,4 +306,67 @@ func (s statements) createTable() []string {
 		return []string{table + ", INDEX " + index + " " + cols + ")" + tail}
 	}
 	return []string{table + ")", "CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols}
+}
+
+// compiled is the SQL of one holds table on one database, rendered and
+// bound once: the statements are fixed, so each call only looks them up.
+type compiled struct {
+	count, countShare, grant, insert  string
+	byID, byIDLatest, activeByID      string
+	activeFor, countActive            string
+	release, releaseReturning, relAt  string
+	relAtLatest                       string
+	extend, extendForever, isolation  string
+	savepoint, rollbackTo, releaseSav string
+}
+
+type compiledKey struct {
+	d     dialects.Dialect
+	table string
+}
+
+// compiledCache holds pure functions of their keys, so nothing in it can
+// go stale or need resetting.
+var compiledCache sync.Map // compiledKey -> *compiled
+
+func (s statements) compiled() *compiled {
+	k := compiledKey{s.d, s.table}
+	if c, ok := compiledCache.Load(k); ok {
+		return c.(*compiled)
+	}
+	b := func(q string) string { return bind(s.d, q) }
+	c := &compiled{
+		count: b(s.count(false)), countShare: b(s.count(true)), insert: b(s.insert()),
+		byID: b(s.byID()), byIDLatest: b(s.byIDLatest(true)), activeByID: b(s.activeByID()),
+		activeFor: b(s.activeFor()), countActive: b(s.countActive()),
+		release: b(s.release()), releaseReturning: b(s.releaseReturning()), relAt: b(s.releasedAt()),
+		relAtLatest: b(s.latest(s.releasedAt())),
+		extend:      b(s.extend()), extendForever: b(s.extendForever()), isolation: s.isolation(),
+		savepoint: s.savepoint(), rollbackTo: s.rollbackTo(), releaseSav: s.releaseSavepoint(),
+	}
+	if s.oneStatementGrant() {
+		c.grant = s.grant() // numbered by hand: its arguments repeat
+	}
+	compiledCache.Store(k, c)
+	return c
+}
+
+type lockKey struct {
+	d          dialects.Dialect
+	table, key string
+}
+
+var lockCache sync.Map // lockKey -> [2]string
+
+// lockStatements is lockResource, bound and kept like compiled.
+func (s statements) lockStatements(table, key string) (lock, read string) {
+	k := lockKey{s.d, table, key}
+	if v, ok := lockCache.Load(k); ok {
+		lr := v.([2]string)
+		return lr[0], lr[1]
+	}
+	lock, read = s.lockResource(table, key)
+	lr := [2]string{bind(s.d, lock), bind(s.d, read)}
+	lockCache.Store(k, lr)
+	return lr[0], lr[1]
 }

@@ -37,7 +37,7 @@ func TestLockResourceSQL(t *testing.T) {
 
 func TestCountSQL(t *testing.T) {
 	got := stmts("sqlserver", "").count(true)
-	want := "SELECT COUNT(*), MIN(CASE WHEN holder = ? THEN id END), DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()) " +
+	want := "SELECT COUNT(*), MIN(CASE WHEN CAST(holder AS VARBINARY(510)) = CAST(? AS VARBINARY(510)) THEN id END), DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()) " +
 		"FROM [app_holds] WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL AND " +
 		"(expires_at IS NULL OR expires_at > DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME()))"
 	if got != want {
@@ -121,7 +121,7 @@ func TestCreateTableSQL(t *testing.T) {
 		t.Errorf("PostgreSQL DDL: %q", pg)
 	}
 	my := stmts("mysql", "10.11.6-MariaDB").createTable()
-	if len(my) != 1 || !strings.Contains(my[0], "holder VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL") ||
+	if len(my) != 1 || !strings.Contains(my[0], "holder VARBINARY(255) NOT NULL") ||
 		!strings.Contains(my[0], "INDEX `app_holds_active` (resource_type, resource_id, released_at, expires_at)") {
 		t.Errorf("MariaDB DDL: %q", my)
 	}
@@ -155,5 +155,60 @@ func TestTTLMillis(t *testing.T) {
 		if got := ttlMillis(timeDuration(c.in)); got != c.want {
 			t.Errorf("ttlMillis(%dns) = %d, want %d", c.in, got, c.want)
 		}
+	}
+}
+
+// Holders compare byte for byte: PAD SPACE collations (MySQL, MariaDB) and
+// SQL Server's = ignore trailing spaces, so there the comparison is cast to
+// binary; the hold of a holder found by a locking count is read back with a
+// locking read in a caller's transaction on MySQL and MariaDB.
+func TestHolderComparedExactly(t *testing.T) {
+	for _, c := range []struct{ dialector, version, want string }{
+		{"postgres", "", "holder = ?"},
+		{"sqlite", "", "holder = ?"},
+		{"mysql", "8.0.36", "CAST(holder AS BINARY) = CAST(? AS BINARY)"},
+		{"mysql", "10.11.6-MariaDB", "CAST(holder AS BINARY) = CAST(? AS BINARY)"},
+		{"sqlserver", "", "CAST(holder AS VARBINARY(510)) = CAST(? AS VARBINARY(510))"},
+	} {
+		st := stmts(c.dialector, c.version)
+		if got := st.holderIs(); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.dialector, c.version, got, c.want)
+		}
+		if !strings.Contains(st.count(false), c.want) || !strings.Contains(st.activeFor(), c.want) {
+			t.Errorf("%s: count or activeFor does not compare exactly:\n%s\n%s", c.dialector, st.count(false), st.activeFor())
+		}
+	}
+	maria, pg := stmts("mysql", "10.11.6-MariaDB"), stmts("postgres", "")
+	if got := maria.byIDLatest(true); got != maria.byID()+" LOCK IN SHARE MODE" {
+		t.Errorf("MariaDB byIDLatest in a caller's transaction: %q", got)
+	}
+	if maria.byIDLatest(false) != maria.byID() || pg.byIDLatest(true) != pg.byID() {
+		t.Errorf("byIDLatest locks where it need not")
+	}
+}
+
+// PostgreSQL's one-statement grant: one scan of the resource's holds
+// counts them and the holder's, and the insert happens only when neither
+// stops it.
+func TestGrantSQL(t *testing.T) {
+	pg := stmts("postgres", "")
+	now := "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+	active := "released_at IS NULL AND (expires_at IS NULL OR expires_at > " + now + ")"
+	want := `INSERT INTO "app_holds" (resource_type, resource_id, holder, created_at, expires_at) ` +
+		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) " +
+		"FROM (SELECT " + now + " AS now) AS n, " +
+		`(SELECT COUNT(*) AS total, COUNT(CASE WHEN holder = $3 THEN 1 END) AS mine FROM "app_holds" WHERE resource_type = $1 AND resource_id = $2 AND ` + active + ") AS k " +
+		"WHERE k.mine = 0 AND k.total < CAST($5 AS BIGINT) RETURNING id, created_at, expires_at"
+	if got := pg.grant(); got != want {
+		t.Errorf("grant:\n got %s\nwant %s", got, want)
+	}
+	if !pg.oneStatementGrant() || stmts("mysql", "10.11.6-MariaDB").oneStatementGrant() || stmts("sqlite", "").oneStatementGrant() {
+		t.Errorf("the one-statement grant is PostgreSQL's only")
+	}
+	if got := pg.compiled().releaseReturning; got != `UPDATE "app_holds" SET released_at = `+now+` WHERE id = $1 AND released_at IS NULL RETURNING released_at` {
+		t.Errorf("release: %s", got)
+	}
+	if got := stmts("sqlserver", "").compiled().insert; got != "INSERT INTO [app_holds] (resource_type, resource_id, holder, created_at, expires_at) OUTPUT INSERTED.id VALUES (@p1, @p2, @p3, @p4, @p5)" {
+		t.Errorf("SQL Server insert: %s", got)
 	}
 }

@@ -40,6 +40,8 @@ type Lease struct {
 	deadline time.Time // zero: no expiry
 	timer    *time.Timer
 	released bool
+
+	holdUntil time.Time // HoldAtLeast: Release keeps the name until then (hold.go)
 }
 
 // newLease returns the handle of a lease the store granted to a call sent
@@ -263,6 +265,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.cancel(errReleased) // the work is over: Done closes now
 	l.state.Unlock()
+	if left := time.Until(l.holdUntil); lost == nil && !l.holdUntil.IsZero() && left > 0 {
+		return l.hold(ctx, left) // HoldAtLeast: hold.go
+	}
 
 	bound := time.Now().Add(l.m.callTimeout)
 	unknownInTime := false // an attempt sent before the deadline may have freed it

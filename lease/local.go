@@ -29,18 +29,37 @@ import (
 // fencing counter (written only by the lock's holder). They stay after
 // release, so that the counter survives; deleting them resets it.
 //
+// Fences never go back, after a crashed process or a crashed machine, yet
+// an acquire does not wait for the disk: the .fence file keeps the last
+// fence issued and the end of a block of fences reserved ahead (1000),
+// and only reserving a block is synced to disk. A process killed at any
+// moment loses nothing, since its writes are in the kernel's page cache,
+// which every process reads. After a reboot, when the last fence may not
+// have reached the disk, counting restarts above the reserved block; the
+// file records the boot (Linux's boot_id) to tell. Where the boot cannot
+// be identified (systems other than Linux), every fence is synced.
+//
 // Leases held through one LocalStore also exclude each other inside the
-// process, whatever the platform's flock does for one process.
+// process, whatever the platform's flock does for one process. An Acquire
+// by the owner that already holds the name through the same LocalStore (a
+// retry) returns the lease's fence again. A LocalStore keeps the .fence
+// files of up to 64 names open between acquires; Close closes them (on
+// Windows, before the directory can be removed).
 type LocalStore struct {
 	dir string
 
-	mu   sync.Mutex
-	held map[string]*localHold
+	mu     sync.Mutex
+	held   map[string]*localHold
+	fences map[string]*os.File // open .fence files, see fenceFile
 }
+
+// maxOpenFences bounds the .fence files a LocalStore keeps open.
+const maxOpenFences = 64
 
 type localHold struct {
 	owner   string
 	lock    *flock.Flock
+	fence   int64
 	pending bool // acquired but not yet returned to the caller
 }
 
@@ -64,7 +83,7 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("lease: local store: %s is not a directory", dir)
 	}
-	return &LocalStore{dir: dir, held: map[string]*localHold{}}, nil
+	return &LocalStore{dir: dir, held: map[string]*localHold{}, fences: map[string]*os.File{}}, nil
 }
 
 // Dir returns the directory holding the lock files.
@@ -77,14 +96,23 @@ func (s *LocalStore) path(name string) string {
 }
 
 // Acquire takes name's file lock without blocking and bumps its fencing
-// counter. ttl is ignored.
+// counter. When owner already holds name through s, it returns the same
+// fence. ttl is ignored.
 func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
 	if err := checkStoreArgs(ctx, name, owner); err != nil {
 		return 0, false, err
 	}
 	s.mu.Lock()
-	if _, ok := s.held[name]; ok {
+	if h, ok := s.held[name]; ok {
+		mine := !h.pending && h.owner == owner
+		var fence int64
+		if mine { // written by lock before pending was cleared under s.mu
+			fence = h.fence
+		}
 		s.mu.Unlock()
+		if mine {
+			return fence, true, nil
+		}
 		return 0, false, nil
 	}
 	h := &localHold{owner: owner, pending: true}
@@ -113,46 +141,180 @@ func (s *LocalStore) lock(name string, h *localHold) (int64, bool, error) {
 	if !ok {
 		return 0, false, nil
 	}
-	fence, err := bumpFence(base + ".fence")
+	fence, err := s.bump(name, base+".fence")
 	if err != nil {
 		_ = fl.Unlock()
 		return 0, false, err
 	}
-	h.lock = fl
+	h.lock, h.fence = fl, fence
 	return fence, true, nil
 }
 
-// fenceWidth is the fixed width of the decimal counter in a .fence file:
-// one 20-byte write replaces it whole, never leaving it half written.
-const fenceWidth = 20
+// fenceBlock is how many fences one sync of a .fence file reserves.
+const fenceBlock = 1000
 
-// bumpFence increments the counter in path and returns the new value. The
-// caller holds the name's file lock, which makes it the only writer.
-func bumpFence(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, fmt.Errorf("lease: local store: opening fence file: %w", err)
+// fenceRecord is the content of a .fence file: the last fence issued, the
+// end of the reserved block (on disk: no fence above it was ever issued
+// before the block was synced), and the boot during which last was
+// written. Written whole by one WriteAt at offset 0, within one disk
+// sector.
+type fenceRecord struct {
+	last, reserved int64
+	boot           string
+}
+
+// fenceRecordLen is the fixed length of a record: "v2", two 20-digit
+// numbers, a boot id of up to 36 characters, spaces and a newline.
+const fenceRecordLen = 2 + 1 + 20 + 1 + 20 + 1 + 36 + 1
+
+func (r fenceRecord) encode() []byte {
+	b := make([]byte, 0, fenceRecordLen)
+	b = append(b, "v2 "...)
+	b = appendPadded(b, r.last)
+	b = append(b, ' ')
+	b = appendPadded(b, r.reserved)
+	b = append(b, ' ')
+	b = append(b, r.boot...)
+	for len(b) < fenceRecordLen-1 {
+		b = append(b, ' ')
 	}
-	defer f.Close()
-	buf := make([]byte, fenceWidth)
+	return append(b, '\n')
+}
+
+// appendPadded appends n (not negative) as 20 decimal digits.
+func appendPadded(b []byte, n int64) []byte {
+	var d [20]byte
+	digits := strconv.AppendInt(d[:0], n, 10)
+	for range 20 - len(digits) {
+		b = append(b, '0')
+	}
+	return append(b, digits...)
+}
+
+// parseFenceRecord reads a record, or the bare 20-digit counter that
+// earlier versions wrote (synced on every acquire, so it is its own
+// reserved end). An empty file is a counter at 0.
+func parseFenceRecord(b []byte) (fenceRecord, error) {
+	if len(b) == fenceRecordLen && string(b[:3]) == "v2 " && b[23] == ' ' && b[44] == ' ' && b[fenceRecordLen-1] == '\n' {
+		last, err1 := strconv.ParseInt(string(b[3:23]), 10, 64)
+		reserved, err2 := strconv.ParseInt(string(b[24:44]), 10, 64)
+		boot := strings.TrimRight(string(b[45:fenceRecordLen-1]), " ")
+		if err1 == nil && err2 == nil && last >= 0 && reserved >= last && !strings.Contains(boot, " ") {
+			return fenceRecord{last: last, reserved: reserved, boot: boot}, nil
+		}
+		return fenceRecord{}, fmt.Errorf("bad record %q", b)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return fenceRecord{}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64) // earlier versions: the counter alone
+	if err != nil || n < 0 {
+		return fenceRecord{}, fmt.Errorf("bad record %q", s)
+	}
+	return fenceRecord{last: n, reserved: n}, nil
+}
+
+// bootID identifies the running boot of the machine ("" when unknown):
+// while it is unchanged, every write to a file, synced or not, is seen by
+// every process that reads the file, even after its writer was killed.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	id := strings.TrimSpace(string(b))
+	if err != nil || id == "" || len(id) > 36 || strings.ContainsAny(id, " \t\n") {
+		return ""
+	}
+	return id
+})
+
+// bump issues name's next fence from its .fence file at path. The store
+// keeps the file open for the next acquire of name (up to maxOpenFences
+// names), which saves opening and closing it every time; only the lock's
+// holder uses it, and s.held lets one Acquire of name at a time get here.
+func (s *LocalStore) bump(name, path string) (int64, error) {
+	s.mu.Lock()
+	f := s.fences[name]
+	s.mu.Unlock()
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			return 0, fmt.Errorf("lease: local store: opening fence file: %w", err)
+		}
+		s.mu.Lock()
+		if len(s.fences) < maxOpenFences {
+			s.fences[name] = f
+		}
+		s.mu.Unlock()
+	}
+	fence, err := bumpFence(f, path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil || s.fences[name] != f {
+		if s.fences[name] == f {
+			delete(s.fences, name)
+		}
+		_ = f.Close()
+	}
+	return fence, err
+}
+
+// Close closes the .fence files the store keeps open. Leases held through
+// it stay held; the store stays usable and opens them again as needed.
+func (s *LocalStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for name, f := range s.fences {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(s.fences, name)
+	}
+	return first
+}
+
+// bumpFence issues the next fence from f, the .fence file at path, and
+// returns it. The caller
+// holds the name's file lock, which makes it the only writer. Within the
+// boot that wrote the record, the next fence follows the last one issued;
+// otherwise (a reboot may have lost an unsynced write) it follows the end
+// of the reserved block, which was synced. Passing the end of the block
+// reserves the next one, and that write is synced before the fence is
+// handed out.
+func bumpFence(f *os.File, path string) (int64, error) {
+	// A record fills buf: one read. (Shorter: a new file, or the counter
+	// of an earlier version.)
+	buf := make([]byte, fenceRecordLen)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("lease: local store: reading %s: %w", path, err)
 	}
-	var last int64
-	if s := strings.TrimSpace(string(buf[:n])); s != "" {
-		last, err = strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("lease: local store: %s is corrupt: %w", path, err)
+	rec, err := parseFenceRecord(buf[:n])
+	if err != nil {
+		return 0, fmt.Errorf("lease: local store: %s is corrupt (%v); move it away to reset the counter", path, err)
+	}
+	boot := bootID()
+	next := rec.reserved + 1
+	if boot != "" && rec.boot == boot {
+		next = rec.last + 1
+	}
+	sync := next > rec.reserved
+	rec.last, rec.boot = next, boot
+	if sync {
+		rec.reserved = next
+		if boot != "" {
+			rec.reserved = next + fenceBlock - 1
 		}
 	}
-	next := last + 1
-	if _, err := f.WriteAt(fmt.Appendf(nil, "%0*d", fenceWidth, next), 0); err != nil {
+	if _, err := f.WriteAt(rec.encode(), 0); err != nil {
 		return 0, fmt.Errorf("lease: local store: writing %s: %w", path, err)
 	}
-	// Synced so that a fence handed out survives a machine crash too.
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("lease: local store: syncing %s: %w", path, err)
+	if sync {
+		// Synced so that no fence of the block is ever issued again, even
+		// after a machine crash.
+		if err := f.Sync(); err != nil {
+			return 0, fmt.Errorf("lease: local store: syncing %s: %w", path, err)
+		}
 	}
 	return next, nil
 }

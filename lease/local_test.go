@@ -2,11 +2,16 @@ package lease_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockplugin/lockplugin/lease"
 )
@@ -75,5 +80,118 @@ func TestLocalStoreFilesAndDefaults(t *testing.T) {
 	cancel()
 	if _, _, err := s.Acquire(cctx, "n", "o", 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled context: %v", err)
+	}
+}
+
+// fenceFile returns the path of name's .fence file in dir.
+func fenceFile(dir, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return filepath.Join(dir, "lockplugin-lease-"+hex.EncodeToString(sum[:])+".fence")
+}
+
+// takeRelease acquires and releases name on s, returning the fence.
+func takeRelease(t *testing.T, s *lease.LocalStore, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	f, ok, err := s.Acquire(ctx, name, "o", 0)
+	if err != nil || !ok {
+		t.Fatalf("Acquire(%q) = %v %v", name, ok, err)
+	}
+	if ok, err := s.Release(ctx, name, "o"); !ok || err != nil {
+		t.Fatalf("Release(%q) = %v %v", name, ok, err)
+	}
+	return f
+}
+
+// TestLocalStoreFenceFile: the .fence file keeps the last fence and the
+// end of a reserved block. A record left by another boot, whose last
+// fence may not have reached the disk before a power loss, restarts above
+// the reserved block; the bare counter of earlier versions goes on from
+// itself; a corrupt file is an error, not a reset.
+func TestLocalStoreFenceFile(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := lease.NewLocalStore(dir)
+	defer s.Close()
+	for i := int64(1); i <= 5; i++ {
+		if f := takeRelease(t, s, "n"); f != i {
+			t.Fatalf("fence %d, want %d", f, i)
+		}
+	}
+	path := fenceFile(dir, "n")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(b))
+	linux := runtime.GOOS == "linux"
+	if len(fields) < 3 || fields[0] != "v2" || fields[1] != fmt.Sprintf("%020d", 5) {
+		t.Fatalf("fence file %q", b)
+	}
+	if reserved := fields[2]; linux && reserved != fmt.Sprintf("%020d", 1000) || !linux && reserved != fmt.Sprintf("%020d", 5) {
+		t.Fatalf("reserved end %s (linux %v)", reserved, linux)
+	}
+
+	// Another boot: the last fence (5) is not trusted, the block end is.
+	other := fmt.Sprintf("v2 %020d %020d %-36s\n", 5, 1000, "00000000-0000-0000-0000-000000000000")
+	if err := os.WriteFile(path, []byte(other), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := lease.NewLocalStore(dir) // a fresh store: no file kept open
+	defer s2.Close()
+	if f := takeRelease(t, s2, "n"); f != 1001 {
+		t.Fatalf("after a reboot: fence %d, want 1001 (above the reserved block)", f)
+	}
+	if f := takeRelease(t, s2, "n"); f != 1002 {
+		t.Fatalf("then %d, want 1002", f)
+	}
+
+	// Earlier versions' counter, synced at every acquire.
+	if err := os.WriteFile(fenceFile(dir, "old"), []byte(fmt.Sprintf("%020d", 42)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f := takeRelease(t, s2, "old"); f != 43 {
+		t.Fatalf("from an earlier version's counter 42: fence %d, want 43", f)
+	}
+
+	for _, bad := range []string{"garbage", fmt.Sprintf("v2 %020d %020d %-36s\n", 9, 5, "x"), "-3"} {
+		if err := os.WriteFile(fenceFile(dir, "bad"), []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s3, _ := lease.NewLocalStore(dir)
+		_, ok, err := s3.Acquire(context.Background(), "bad", "o", 0)
+		if ok || err == nil || !strings.Contains(err.Error(), "corrupt") {
+			t.Fatalf("corrupt fence file %q: %v %v, want an error naming it corrupt", bad, ok, err)
+		}
+		_ = s3.Close()
+	}
+}
+
+// TestLocalStoreIdempotentAcquire: an Acquire repeated by the holder gets
+// the same fence; another owner is refused; after release the fence moves
+// on.
+func TestLocalStoreIdempotentAcquire(t *testing.T) {
+	s, _ := lease.NewLocalStore(t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	f1, ok, err := s.Acquire(ctx, "n", "a", 0)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	for range 3 {
+		if f, ok, err := s.Acquire(ctx, "n", "a", time.Second); !ok || err != nil || f != f1 {
+			t.Fatalf("retry by the holder: %d %v %v, want %d", f, ok, err, f1)
+		}
+	}
+	if _, ok, err := s.Acquire(ctx, "n", "b", 0); ok || err != nil {
+		t.Fatalf("another owner: %v %v", ok, err)
+	}
+	if ok, err := s.Release(ctx, "n", "a"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := s.Release(ctx, "n", "a"); ok || err != nil {
+		t.Fatalf("second release: %v %v", ok, err)
+	}
+	if f, ok, err := s.Acquire(ctx, "n", "a", 0); !ok || err != nil || f != f1+1 {
+		t.Fatalf("after release: %d %v %v, want %d", f, ok, err, f1+1)
 	}
 }

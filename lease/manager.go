@@ -159,21 +159,34 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 	defer t.Stop()
 	var lastErr error
 	failures := 0
+	// lost is the error of a lease that ended under keepAlive; stopped is
+	// what keepAlive reports when ctx ends: nil, unless the
+	// lease had already ended too (fn returned because it did, and Do's
+	// stop raced the lease's own end), which must not lose its cause.
+	lost := func() error {
+		if lastErr != nil {
+			return fmt.Errorf("%w (last refresh: %w)", context.Cause(l.ctx), lastErr)
+		}
+		return context.Cause(l.ctx)
+	}
+	stopped := func() error {
+		if l.ctx.Err() != nil {
+			return lost()
+		}
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return stopped()
 		case <-l.ctx.Done():
-			if lastErr != nil {
-				return fmt.Errorf("%w (last refresh: %w)", context.Cause(l.ctx), lastErr)
-			}
-			return context.Cause(l.ctx)
+			return lost()
 		case <-t.C:
 		}
 		err := l.refresh(ctx, 0)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return stopped()
 		case err == nil:
 			lastErr, failures = nil, 0
 			t.Reset(interval)
@@ -303,6 +316,9 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		}
 		if r.ok {
 			l := newLease(m, name, owner, r.grant, sent)
+			if o.hold > 0 {
+				l.holdUntil = sent.Add(o.hold) // HoldAtLeast: hold.go
+			}
 			if l.ctx.Err() != nil {
 				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{})
 				return nil, fmt.Errorf("lease: acquiring %q: %w: the store's answer came after the lease's safety deadline", name, ErrStoreTimeout)

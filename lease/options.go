@@ -62,6 +62,7 @@ type options struct {
 	keepAlive time.Duration
 	ttlSet    bool // TTL or NoExpiry given
 	noExpiry  bool
+	hold      time.Duration // HoldAtLeast (hold.go)
 }
 
 // Wait sets how long Acquire and Do keep retrying while someone else holds
@@ -119,6 +120,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, fmt.Errorf("lease: TTL must not be negative, got %v", o.ttl)
 	case o.ttlSet && !o.noExpiry && o.ttl == 0:
 		return o, errors.New("lease: TTL must be positive; a lease without expiry is lease.NoExpiry()")
+	case o.hold < 0:
+		return o, fmt.Errorf("lease: HoldAtLeast must not be negative, got %v", o.hold)
 	case o.keepAlive < 0:
 		return o, fmt.Errorf("lease: KeepAlive interval must not be negative, got %v", o.keepAlive)
 	}

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/glebarez/sqlite v1.11.0
+	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-redsync/redsync/v4 v4.13.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/gofrs/flock v0.13.0
@@ -32,7 +33,9 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.16 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
@@ -70,6 +73,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/lockplugin/lockplugin/integrations/gocronlock v0.0.0
 	github.com/lockplugin/lockplugin/lease/etcdstore v0.0.0
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
@@ -98,3 +102,5 @@ require (
 replace github.com/lockplugin/lockplugin => ../
 
 replace github.com/lockplugin/lockplugin/lease/etcdstore => ../lease/etcdstore
+
+replace github.com/lockplugin/lockplugin/integrations/gocronlock => ../integrations/gocronlock

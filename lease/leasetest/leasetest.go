@@ -41,7 +41,16 @@ type config struct {
 	// expiryLimit is how long past the TTL an expiry may take to show.
 	expiryLimit time.Duration
 	restart     func(t *testing.T)
+	// instanceHolds: a lease is held by the Store value that took it.
+	instanceHolds bool
 }
+
+// InstanceHolds declares a store whose leases are held by the Store value
+// that took them, not by a shared backend: the local store's flock belongs
+// to the file descriptor its LocalStore opened. A holder's repeated Acquire
+// (a retry after a lost reply) then goes through the same value, and the
+// IdempotentAcquire check sends it through that value only.
+func InstanceHolds() Option { return func(c *config) { c.instanceHolds = true } }
 
 // Prefix starts every lock name the suite uses (default "leasetest"), so
 // that suites sharing one backend never meet.
@@ -580,7 +589,11 @@ func checkIdempotentAcquire(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	for i, s := range []lease.Store{e.A, e.B} {
+	retriers := []lease.Store{e.A, e.B}
+	if e.cfg.instanceHolds {
+		retriers = []lease.Store{e.A, e.A}
+	}
+	for i, s := range retriers {
 		f, ok, err := s.Acquire(ctx, name, o, longTTL)
 		if err != nil {
 			return fmt.Errorf("the holder's repeated Acquire %d: %w", i+1, err)

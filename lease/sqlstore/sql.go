@@ -26,28 +26,58 @@ import (
 // in epoch ms, {exp} the new expiry for TTL {ttl} ms (0 stays 0), and
 // {name}, {owner}, {ttl} and {fence} (an OUT parameter) are bind
 // parameters.
+//
+// Every acquire follows one rule, on every database: it takes the row when
+// the lease is over (released or expired) or is already the caller's (a
+// retried acquire whose first reply was lost). The fence is bumped unless
+// the lease is the caller's and unexpired: that gets its own fence back and
+// a new expiry. Any other row is left alone, and where the database allows
+// it the refusal writes nothing: no row lock, no transaction id, no log
+// flush, so that waiters polling a held name do not slow its holder.
 const (
 	expiresTmpl = `CASE WHEN {ttl} = 0 THEN 0 ELSE {now} + {ttl} END`
 	heldTmpl    = `lock_name = {name} AND owner = {owner} AND (expires_at = 0 OR expires_at > {now})`
 
-	// PostgreSQL and SQLite: one upsert whose update only happens when the
-	// row's lease is over; RETURNING yields no row when it is still held.
-	upsertAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
-		`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, fence = l.fence + 1 ` +
-		`WHERE l.expires_at <> 0 AND l.expires_at <= {now} RETURNING fence`
+	// PostgreSQL: an UPDATE that only matches a row the caller may take,
+	// and an INSERT ... ON CONFLICT DO NOTHING for a name without a row,
+	// in one statement. A refusal matches nothing in the UPDATE, and the
+	// INSERT does not even try when the statement sees the row: read only,
+	// without waiting for the holder's transaction in a conflict check.
+	// (An upsert's ON CONFLICT DO UPDATE ... WHERE would lock the row
+	// first, which takes a transaction id and waits for a WAL flush at
+	// commit.) A row inserted by a concurrent statement is not seen; then
+	// the INSERT's conflict refuses.
+	pgAcquire = `WITH u AS (UPDATE {t} AS l SET owner = {owner}, expires_at = {exp}, ` +
+		`fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+		`WHERE l.lock_name = {name} AND (l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now})) RETURNING l.fence), ` +
+		`i AS (INSERT INTO {t} (lock_name, owner, expires_at, fence) SELECT {name}, {owner}, {exp}, 1 ` +
+		`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM {t} WHERE lock_name = {name}) ` +
+		`ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
+		`SELECT fence FROM u UNION ALL SELECT fence FROM i`
 
-	// MySQL and MariaDB have no RETURNING on upserts. The fence comes back
-	// in the OK packet's insert id, set by LAST_INSERT_ID(expr): 1 for a
-	// fresh row, fence+1 for a takeover, and 0 when the lease is held
-	// (LAST_INSERT_ID(0) overrides the 1 from VALUES). That leaves
-	// RowsAffected, which depends on CLIENT_FOUND_ROWS, out of it.
-	// Assignments run left to right and see the columns already assigned,
-	// so expires_at, which the condition reads, is assigned last.
-	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(1)) ` +
-		`ON DUPLICATE KEY UPDATE ` +
-		`owner = IF(expires_at <> 0 AND expires_at <= {now}, {owner}, owner), ` +
-		`fence = IF(expires_at <> 0 AND expires_at <= {now}, LAST_INSERT_ID(fence + 1), fence + LAST_INSERT_ID(0)), ` +
-		`expires_at = IF(expires_at <> 0 AND expires_at <= {now}, {exp}, expires_at)`
+	// SQLite has no data-modifying WITH; it serialises writers anyway, so
+	// one upsert whose update only happens on a row the caller may take;
+	// RETURNING yields no row when it is refused. A refusal changes no page.
+	sqliteAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
+		`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, ` +
+		`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+		`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= {now}) RETURNING fence`
+
+	// MySQL and MariaDB have no RETURNING on UPDATE. The fence comes back
+	// in the OK packet's insert id, set by LAST_INSERT_ID(expr), which an
+	// UPDATE that matches no row never evaluates (insert id 0). That
+	// leaves RowsAffected, which depends on CLIENT_FOUND_ROWS, out of it.
+	// Single-table UPDATE assigns left to right and later assignments see
+	// the new values, so fence, which reads owner and expires_at, is
+	// assigned first. When the UPDATE matches nothing, mysqlInsert tries
+	// the name as new: INSERT IGNORE inserts one row or, on the duplicate
+	// key of a held lease, none (RowsAffected 0 or 1 whatever the client
+	// flags), writing nothing.
+	mysqlAcquire = `UPDATE {t} SET ` +
+		`fence = LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, fence + 1)), ` +
+		`owner = {owner}, expires_at = {exp} ` +
+		`WHERE lock_name = {name} AND (owner = {owner} OR (expires_at <> 0 AND expires_at <= {now}))`
+	mysqlInsert = `INSERT IGNORE INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1)`
 	// fence = LAST_INSERT_ID(fence) makes a matched row report a non-zero
 	// insert id even when the update changes nothing (a TTL-0 refresh of a
 	// TTL-0 lease), which RowsAffected would report as 0.
@@ -56,19 +86,22 @@ const (
 
 	// SQL Server: MERGE under HOLDLOCK, so that two sessions inserting the
 	// same new name serialise instead of one failing on the primary key.
+	// Its SET reads the row as it was before the update.
 	mssqlAcquire = `MERGE INTO {t} WITH (HOLDLOCK) AS l USING (SELECT {name} AS lock_name) AS s ON l.lock_name = s.lock_name ` +
-		`WHEN MATCHED AND l.expires_at <> 0 AND l.expires_at <= {now} THEN UPDATE SET owner = {owner}, expires_at = {exp}, fence = l.fence + 1 ` +
+		`WHEN MATCHED AND (l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now})) THEN UPDATE SET owner = {owner}, expires_at = {exp}, ` +
+		`fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
 		`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
 		`OUTPUT inserted.fence;`
 
 	// Oracle: MERGE has no RETURNING, so one PL/SQL block merges and reads
-	// the fence into an OUT parameter (0 when held). A concurrent insert of
-	// the same new name raises DUP_VAL_ON_INDEX: then the other session
+	// the fence into an OUT parameter (0 when refused). A concurrent insert
+	// of the same new name raises DUP_VAL_ON_INDEX: then the other session
 	// holds it.
 	oracleAcquire = `DECLARE f NUMBER(19) := 0; BEGIN BEGIN ` +
 		`MERGE INTO {t} l USING (SELECT {name} AS lock_name FROM dual) s ON (l.lock_name = s.lock_name) ` +
-		`WHEN MATCHED THEN UPDATE SET l.owner = {owner}, l.expires_at = {exp}, l.fence = l.fence + 1 ` +
-		`WHERE l.expires_at <> 0 AND l.expires_at <= {now} ` +
+		`WHEN MATCHED THEN UPDATE SET l.owner = {owner}, l.expires_at = {exp}, ` +
+		`l.fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+		`WHERE l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now}) ` +
 		`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1); ` +
 		`IF SQL%ROWCOUNT = 1 THEN SELECT fence INTO f FROM {t} WHERE lock_name = {name}; END IF; ` +
 		`EXCEPTION WHEN DUP_VAL_ON_INDEX THEN f := 0; END; {fence} := f; END;`
@@ -118,19 +151,22 @@ func (s stmt) bind(v values) []any {
 	return out
 }
 
-// statements are a store's three statements.
+// statements are a store's statements; insert is MySQL's second acquire
+// statement, for a name the first found no row to take for.
 type statements struct {
-	acquire, release, refresh stmt
+	acquire, insert, release, refresh stmt
 }
 
 // render renders the statements for a database and a quoted table.
 func render(d dialects.Dialect, table string) (statements, error) {
-	var acq, rel, ref string
+	var acq, ins, rel, ref string
 	switch d.Kind {
-	case dialects.Postgres, dialects.SQLite:
-		acq, rel, ref = upsertAcquire, plainRelease, plainRefresh
+	case dialects.Postgres:
+		acq, rel, ref = pgAcquire, plainRelease, plainRefresh
+	case dialects.SQLite:
+		acq, rel, ref = sqliteAcquire, plainRelease, plainRefresh
 	case dialects.MySQL, dialects.MariaDB:
-		acq, rel, ref = mysqlAcquire, mysqlRelease, mysqlRefresh
+		acq, ins, rel, ref = mysqlAcquire, mysqlInsert, mysqlRelease, mysqlRefresh
 	case dialects.SQLServer:
 		acq, rel, ref = mssqlAcquire, plainRelease, plainRefresh
 	case dialects.Oracle:
@@ -138,11 +174,15 @@ func render(d dialects.Dialect, table string) (statements, error) {
 	default:
 		return statements{}, d.Require(dialects.LeaseTable)
 	}
-	return statements{
+	st := statements{
 		acquire: renderOne(d, table, acq),
 		release: renderOne(d, table, rel),
 		refresh: renderOne(d, table, ref),
-	}, nil
+	}
+	if ins != "" {
+		st.insert = renderOne(d, table, ins)
+	}
+	return st, nil
 }
 
 // renderOne expands a template. PostgreSQL and SQL Server number their

@@ -50,10 +50,13 @@ func TestStatements(t *testing.T) {
 		args      []arg
 	}{
 		{"postgres", func(s statements) stmt { return s.acquire },
-			`INSERT INTO "lock_leases" AS l (lock_name, owner, expires_at, fence) VALUES ($1, $2, CASE WHEN CAST($3 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($3 AS BIGINT) END, 1) ` +
-				`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, fence = l.fence + 1 ` +
-				`WHERE l.expires_at <> 0 AND l.expires_at <= ` + pgNow + ` RETURNING fence`,
-			[]arg{argName, argOwner, argTTL}},
+			`WITH u AS (UPDATE "lock_leases" AS l SET owner = $1, expires_at = CASE WHEN CAST($2 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($2 AS BIGINT) END, ` +
+				`fence = CASE WHEN l.owner = $1 AND (l.expires_at = 0 OR l.expires_at > ` + pgNow + `) THEN l.fence ELSE l.fence + 1 END ` +
+				`WHERE l.lock_name = $3 AND (l.owner = $1 OR (l.expires_at <> 0 AND l.expires_at <= ` + pgNow + `)) RETURNING l.fence), ` +
+				`i AS (INSERT INTO "lock_leases" (lock_name, owner, expires_at, fence) SELECT $3, $1, CASE WHEN CAST($2 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($2 AS BIGINT) END, 1 ` +
+				`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM "lock_leases" WHERE lock_name = $3) ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
+				`SELECT fence FROM u UNION ALL SELECT fence FROM i`,
+			[]arg{argOwner, argTTL, argName}},
 		{"postgres", func(s statements) stmt { return s.release },
 			`UPDATE "lock_leases" SET expires_at = -1 WHERE lock_name = $1 AND owner = $2 AND (expires_at = 0 OR expires_at > ` + pgNow + `)`,
 			[]arg{argName, argOwner}},
@@ -62,16 +65,18 @@ func TestStatements(t *testing.T) {
 			[]arg{argTTL, argName, argOwner}},
 		{"sqlite", func(s statements) stmt { return s.acquire },
 			`INSERT INTO "lock_leases" AS l (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE ` + sqliteNow + ` + ? END, 1) ` +
-				`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, fence = l.fence + 1 ` +
-				`WHERE l.expires_at <> 0 AND l.expires_at <= ` + sqliteNow + ` RETURNING fence`,
+				`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, ` +
+				`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > ` + sqliteNow + `) THEN l.fence ELSE l.fence + 1 END ` +
+				`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= ` + sqliteNow + `) RETURNING fence`,
 			[]arg{argName, argOwner, argTTL, argTTL}},
 		{"mysql", func(s statements) stmt { return s.acquire },
-			"INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, LAST_INSERT_ID(1)) " +
-				"ON DUPLICATE KEY UPDATE " +
-				"owner = IF(expires_at <> 0 AND expires_at <= " + mysqlNow + ", ?, owner), " +
-				"fence = IF(expires_at <> 0 AND expires_at <= " + mysqlNow + ", LAST_INSERT_ID(fence + 1), fence + LAST_INSERT_ID(0)), " +
-				"expires_at = IF(expires_at <> 0 AND expires_at <= " + mysqlNow + ", CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, expires_at)",
-			[]arg{argName, argOwner, argTTL, argTTL, argOwner, argTTL, argTTL}},
+			"UPDATE `lock_leases` SET fence = LAST_INSERT_ID(IF(owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + "), fence, fence + 1)), " +
+				"owner = ?, expires_at = CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END " +
+				"WHERE lock_name = ? AND (owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "))",
+			[]arg{argOwner, argOwner, argTTL, argTTL, argName, argOwner}},
+		{"mysql", func(s statements) stmt { return s.insert },
+			"INSERT IGNORE INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, 1)",
+			[]arg{argName, argOwner, argTTL, argTTL}},
 		{"mysql", func(s statements) stmt { return s.release },
 			"UPDATE `lock_leases` SET expires_at = -1, fence = LAST_INSERT_ID(fence) WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + ")",
 			[]arg{argName, argOwner}},
@@ -80,7 +85,8 @@ func TestStatements(t *testing.T) {
 			[]arg{argTTL, argTTL, argName, argOwner}},
 		{"sqlserver", func(s statements) stmt { return s.acquire },
 			`MERGE INTO [lock_leases] WITH (HOLDLOCK) AS l USING (SELECT @p1 AS lock_name) AS s ON l.lock_name = s.lock_name ` +
-				`WHEN MATCHED AND l.expires_at <> 0 AND l.expires_at <= ` + mssqlNow + ` THEN UPDATE SET owner = @p2, expires_at = CASE WHEN @p3 = 0 THEN 0 ELSE ` + mssqlNow + ` + @p3 END, fence = l.fence + 1 ` +
+				`WHEN MATCHED AND (l.owner = @p2 OR (l.expires_at <> 0 AND l.expires_at <= ` + mssqlNow + `)) THEN UPDATE SET owner = @p2, expires_at = CASE WHEN @p3 = 0 THEN 0 ELSE ` + mssqlNow + ` + @p3 END, ` +
+				`fence = CASE WHEN l.owner = @p2 AND (l.expires_at = 0 OR l.expires_at > ` + mssqlNow + `) THEN l.fence ELSE l.fence + 1 END ` +
 				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (@p1, @p2, CASE WHEN @p3 = 0 THEN 0 ELSE ` + mssqlNow + ` + @p3 END, 1) ` +
 				`OUTPUT inserted.fence;`,
 			[]arg{argName, argOwner, argTTL}},
@@ -90,12 +96,13 @@ func TestStatements(t *testing.T) {
 		{"oracle", func(s statements) stmt { return s.acquire },
 			`DECLARE f NUMBER(19) := 0; BEGIN BEGIN ` +
 				`MERGE INTO "lock_leases" l USING (SELECT :1 AS lock_name FROM dual) s ON (l.lock_name = s.lock_name) ` +
-				`WHEN MATCHED THEN UPDATE SET l.owner = :2, l.expires_at = CASE WHEN :3 = 0 THEN 0 ELSE ` + oraNow + ` + :4 END, l.fence = l.fence + 1 ` +
-				`WHERE l.expires_at <> 0 AND l.expires_at <= ` + oraNow + ` ` +
-				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (:5, :6, CASE WHEN :7 = 0 THEN 0 ELSE ` + oraNow + ` + :8 END, 1); ` +
-				`IF SQL%ROWCOUNT = 1 THEN SELECT fence INTO f FROM "lock_leases" WHERE lock_name = :9; END IF; ` +
-				`EXCEPTION WHEN DUP_VAL_ON_INDEX THEN f := 0; END; :10 := f; END;`,
-			[]arg{argName, argOwner, argTTL, argTTL, argName, argOwner, argTTL, argTTL, argName, argFence}},
+				`WHEN MATCHED THEN UPDATE SET l.owner = :2, l.expires_at = CASE WHEN :3 = 0 THEN 0 ELSE ` + oraNow + ` + :4 END, ` +
+				`l.fence = CASE WHEN l.owner = :5 AND (l.expires_at = 0 OR l.expires_at > ` + oraNow + `) THEN l.fence ELSE l.fence + 1 END ` +
+				`WHERE l.owner = :6 OR (l.expires_at <> 0 AND l.expires_at <= ` + oraNow + `) ` +
+				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (:7, :8, CASE WHEN :9 = 0 THEN 0 ELSE ` + oraNow + ` + :10 END, 1); ` +
+				`IF SQL%ROWCOUNT = 1 THEN SELECT fence INTO f FROM "lock_leases" WHERE lock_name = :11; END IF; ` +
+				`EXCEPTION WHEN DUP_VAL_ON_INDEX THEN f := 0; END; :12 := f; END;`,
+			[]arg{argName, argOwner, argTTL, argTTL, argOwner, argOwner, argName, argOwner, argTTL, argTTL, argName, argFence}},
 		{"oracle", func(s statements) stmt { return s.refresh },
 			`UPDATE "lock_leases" SET expires_at = CASE WHEN :1 = 0 THEN 0 ELSE ` + oraNow + ` + :2 END WHERE lock_name = :3 AND owner = :4 AND (expires_at = 0 OR expires_at > ` + oraNow + `)`,
 			[]arg{argTTL, argTTL, argName, argOwner}},
@@ -122,11 +129,11 @@ func TestBind(t *testing.T) {
 	var fence int64
 	st := mustRender(t, "oracle").acquire
 	got := st.bind(values{name: "n", owner: "o", ttl: 250, fence: &fence})
-	if len(got) != 10 || got[0] != "n" || got[1] != "o" || got[2] != int64(250) {
+	if len(got) != 12 || got[0] != "n" || got[1] != "o" || got[2] != int64(250) {
 		t.Fatalf("bind = %v", got)
 	}
-	if out, ok := got[9].(sql.Out); !ok || out.Dest != &fence {
-		t.Fatalf("the fence is not bound as an OUT parameter: %#v", got[9])
+	if out, ok := got[11].(sql.Out); !ok || out.Dest != &fence {
+		t.Fatalf("the fence is not bound as an OUT parameter: %#v", got[11])
 	}
 }
 

@@ -4,10 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
@@ -31,21 +30,23 @@ func TestOtherResourceNotBlocked(t *testing.T) {
 
 		t.Run("own transaction", func(t *testing.T) {
 			a, b := newSeat(t, tg.DB, 1), newSeat(t, tg.DB, 1)
-			paused := testdb.Open(t, tg.Kind(), nil)
+			paused, hk := hooked(t, tg)
 			inserted, proceed := make(chan struct{}), make(chan struct{})
-			require.NoError(t, paused.DB.Callback().Create().After("gorm:create").Register("holds_test:pause", func(tx *gorm.DB) {
-				if tx.Statement.Table == holdsTable {
-					close(inserted)
+			var once sync.Once
+			hk.set(nil, func(q string) error {
+				if isHoldInsert(q, holdsTable) {
+					once.Do(func() { close(inserted) })
 					<-proceed
 				}
-			}))
+				return nil
+			})
 			type result struct {
 				h   *holds.Hold
 				err error
 			}
 			done := make(chan result, 1)
 			go func() {
-				h, err := holds.Acquire(ctx, paused.DB, a, "user:a", inTable)
+				h, err := holds.Acquire(ctx, paused, a, "user:a", inTable)
 				done <- result{h, err}
 			}()
 			defer func() {

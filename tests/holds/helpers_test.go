@@ -86,21 +86,18 @@ func race(t *testing.T, db *gorm.DB, s *seat, workers int) (granted, rows int64)
 }
 
 // withoutResourceLock is the test-only hook that switches off Acquire's
-// resource-row lock: on a private pool it strips FOR UPDATE from the
-// locking read before it is sent, and counts how often it did. The library
-// itself has no switch that turns its protection off.
-func withoutResourceLock(t *testing.T, db *gorm.DB) *atomic.Int64 {
-	t.Helper()
+// resource-row lock: on a hooked pool it strips FOR UPDATE from the
+// locking read before it reaches the driver, and counts how often it did.
+// The library itself has no switch that turns its protection off.
+func withoutResourceLock(h *hooks) *atomic.Int64 {
 	var stripped atomic.Int64
-	err := db.Callback().Row().Before("gorm:row").Register("holds_test:no_resource_lock", func(tx *gorm.DB) {
-		sql := tx.Statement.SQL.String()
-		if strings.HasPrefix(sql, "SELECT * FROM") && strings.HasSuffix(sql, " FOR UPDATE") {
-			tx.Statement.SQL.Reset()
-			tx.Statement.SQL.WriteString(strings.TrimSuffix(sql, " FOR UPDATE"))
+	h.set(func(q string) string {
+		if strings.HasPrefix(q, "SELECT * FROM") && strings.HasSuffix(q, " FOR UPDATE") {
 			stripped.Add(1)
+			return strings.TrimSuffix(q, " FOR UPDATE")
 		}
-	})
-	require.NoError(t, err)
+		return q
+	}, nil)
 	return &stripped
 }
 
@@ -113,16 +110,13 @@ func (retryableErr) SQLState() string { return "40001" }
 
 // injectAfterInsert makes the first n inserts into the holds table fail
 // after the row was written, with err, and counts the inserts attempted.
-func injectAfterInsert(t *testing.T, db *gorm.DB, n int64, err error) *atomic.Int64 {
-	t.Helper()
+func injectAfterInsert(h *hooks, n int64, err error) *atomic.Int64 {
 	var calls atomic.Int64
-	require.NoError(t, db.Callback().Create().After("gorm:create").Register("holds_test:inject", func(tx *gorm.DB) {
-		if tx.Statement.Table != holdsTable || tx.Error != nil {
-			return
+	h.set(nil, func(q string) error {
+		if isHoldInsert(q, holdsTable) && calls.Add(1) <= n {
+			return err
 		}
-		if calls.Add(1) <= n {
-			_ = tx.AddError(err)
-		}
-	}))
+		return nil
+	})
 	return &calls
 }

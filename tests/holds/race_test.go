@@ -43,14 +43,15 @@ func TestRaceCapacityThree(t *testing.T) {
 // with the resource-row lock stripped by a test hook, the same race
 // oversells on PostgreSQL.
 func TestRaceWithoutResourceLockOversells(t *testing.T) {
-	tg := testdb.Open(t, testdb.Postgres, nil)
+	tg := testdb.Get(t, testdb.Postgres)
 	setup(t, tg)
-	stripped := withoutResourceLock(t, tg.DB)
+	db, hk := hooked(t, tg)
+	stripped := withoutResourceLock(hk)
 	oversold, rounds := 0, 0
 	for rounds < 200 && oversold == 0 {
 		rounds++
 		s := newSeat(t, tg.DB, 1)
-		granted, rows := race(t, tg.DB, s, 8)
+		granted, rows := race(t, db, s, 8)
 		if granted != rows {
 			t.Fatalf("round %d: acquirers saw %d holds, the table has %d", rounds, granted, rows)
 		}

@@ -18,11 +18,12 @@ import (
 // leaves exactly one hold.
 func TestReplayRetryable(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, shared *testdb.Target) {
-		tg := testdb.Open(t, shared.Kind(), nil)
+		tg := shared
 		setup(t, tg)
+		db, hk := hooked(t, tg)
 		s := newSeat(t, tg.DB, 1)
-		calls := injectAfterInsert(t, tg.DB, 2, retryableErr{})
-		h, err := holds.Acquire(context.Background(), tg.DB, s, "user:1", inTable)
+		calls := injectAfterInsert(hk, 2, retryableErr{})
+		h, err := holds.Acquire(context.Background(), db, s, "user:1", inTable)
 		if err != nil || h == nil {
 			t.Fatalf("Acquire = %+v, %v; want a hold on the third attempt", h, err)
 		}
@@ -40,11 +41,12 @@ func TestReplayRetryable(t *testing.T) {
 // hold is left behind.
 func TestReplaySurfacesFourthError(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, shared *testdb.Target) {
-		tg := testdb.Open(t, shared.Kind(), nil)
+		tg := shared
 		setup(t, tg)
+		db, hk := hooked(t, tg)
 		s := newSeat(t, tg.DB, 1)
-		calls := injectAfterInsert(t, tg.DB, 1000, retryableErr{})
-		h, err := holds.Acquire(context.Background(), tg.DB, s, "user:1", inTable)
+		calls := injectAfterInsert(hk, 1000, retryableErr{})
+		h, err := holds.Acquire(context.Background(), db, s, "user:1", inTable)
 		if !errors.As(err, new(retryableErr)) || !dialects.IsRetryable(err) || h != nil {
 			t.Fatalf("Acquire = %+v, %v; want the injected error", h, err)
 		}
@@ -61,12 +63,13 @@ func TestReplaySurfacesFourthError(t *testing.T) {
 // the first attempt.
 func TestNoReplayOnOtherErrors(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, shared *testdb.Target) {
-		tg := testdb.Open(t, shared.Kind(), nil)
+		tg := shared
 		setup(t, tg)
+		db, hk := hooked(t, tg)
 		s := newSeat(t, tg.DB, 1)
 		boom := errors.New("boom")
-		calls := injectAfterInsert(t, tg.DB, 1000, boom)
-		h, err := holds.Acquire(context.Background(), tg.DB, s, "user:1", inTable)
+		calls := injectAfterInsert(hk, 1000, boom)
+		h, err := holds.Acquire(context.Background(), db, s, "user:1", inTable)
 		if !errors.Is(err, boom) || h != nil {
 			t.Fatalf("Acquire = %+v, %v; want boom", h, err)
 		}
@@ -85,13 +88,14 @@ func TestNoReplayOnOtherErrors(t *testing.T) {
 // behind its back.
 func TestReplayInCallerTransaction(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, shared *testdb.Target) {
-		tg := testdb.Open(t, shared.Kind(), nil)
+		tg := shared
 		setup(t, tg)
+		db, hk := hooked(t, tg)
 		ctx := context.Background()
 		s := newSeat(t, tg.DB, 1)
-		calls := injectAfterInsert(t, tg.DB, 2, retryableErr{})
+		calls := injectAfterInsert(hk, 2, retryableErr{})
 		var mine, theirs *seat
-		require.NoError(t, tg.DB.Transaction(func(tx *gorm.DB) error {
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
 			mine = newSeat(t, tx, 5) // the caller's own work
 			h, err := holds.Acquire(ctx, tx, s, "user:1", inTable)
 			if err != nil || h == nil {
@@ -108,7 +112,7 @@ func TestReplayInCallerTransaction(t *testing.T) {
 
 		calls.Store(-1000) // every insert from here on fails
 		s2 := newSeat(t, tg.DB, 1)
-		require.NoError(t, tg.DB.Transaction(func(tx *gorm.DB) error {
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
 			h, err := holds.Acquire(ctx, tx, s2, "user:1", inTable)
 			if !errors.As(err, new(retryableErr)) || h != nil {
 				t.Errorf("Acquire = %+v, %v; want the injected error", h, err)

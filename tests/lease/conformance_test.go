@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return s
-		}, leasetest.Prefix(namePrefix), leasetest.IgnoresTTL())
+		}, leasetest.Prefix(namePrefix), leasetest.IgnoresTTL(), leasetest.InstanceHolds())
 	})
 	t.Run("table", func(t *testing.T) {
 		testdb.Each(t, func(t *testing.T, tg *testdb.Target) {

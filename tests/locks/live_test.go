@@ -343,10 +343,23 @@ func TestSkipLocked(t *testing.T) {
 }
 
 // TestPlainReadNotBlocked: a read without a lock goes straight past a row
-// held FOR UPDATE.
+// held FOR UPDATE. On SQL Server that holds with READ_COMMITTED_SNAPSHOT
+// on; with it off a plain READ COMMITTED read of a row under ForUpdate's
+// exclusive (XLOCK) lock may wait, as it would for an uncommitted UPDATE
+// (README, SQL Server), so there the test asks only where RCSI is on.
 func TestPlainReadNotBlocked(t *testing.T) {
 	eachServer(t, func(t *testing.T, tg *testdb.Target) {
 		ctx := liveContext(t)
+		if tg.Is(dialects.SQLServer) {
+			var rcsi bool
+			if err := tg.Plain.WithContext(ctx).Raw("SELECT is_read_committed_snapshot_on FROM sys.databases WHERE name = DB_NAME()").Scan(&rcsi).Error; err != nil {
+				t.Fatal(err)
+			}
+			if !rcsi {
+				t.Log("SQL Server without READ_COMMITTED_SNAPSHOT: a plain read may wait for ForUpdate's exclusive lock (documented); not asked")
+				return
+			}
+		}
 		tx1 := begin(t, ctx, tg.DB)
 		var r lkRow
 		if err := tx1.Clauses(lockplugin.ForUpdate()).Find(&[]lkRow{}).Error; err != nil {

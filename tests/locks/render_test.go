@@ -113,15 +113,15 @@ var matrix = map[string][]string{
 		conflict,
 	},
 	"sqlserver": {
-		`SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) WHERE state = @p1`,
-		`SELECT * FROM "lk_jobs" WITH (HOLDLOCK, ROWLOCK) WHERE state = @p1`,
+		`SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK) WHERE state = @p1`,
+		`SELECT * FROM "lk_jobs" WITH (REPEATABLEREAD, ROWLOCK) WHERE state = @p1`,
 		"error: FOR NO KEY UPDATE is not supported on SQL Server",
 		"error: FOR KEY SHARE is not supported on SQL Server",
-		`SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, NOWAIT) WHERE state = @p1`,
-		`SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, READPAST) WHERE state = @p1`,
-		`SELECT * FROM "lk_jobs" WITH (HOLDLOCK, ROWLOCK, NOWAIT) WHERE state = @p1`,
-		"error: FOR SHARE SKIP LOCKED is not supported on SQL Server (the READPAST hint cannot be combined with HOLDLOCK",
-		`SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) WHERE state = @p1`,
+		`SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK, NOWAIT) WHERE state = @p1`,
+		`SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK, READPAST) WHERE state = @p1`,
+		`SELECT * FROM "lk_jobs" WITH (REPEATABLEREAD, ROWLOCK, NOWAIT) WHERE state = @p1`,
+		"error: FOR SHARE SKIP LOCKED is not supported on SQL Server (lockplugin does not combine READPAST with the REPEATABLEREAD hint",
+		`SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK) WHERE state = @p1`,
 		"error: FOR NO KEY UPDATE is not supported on SQL Server",
 		conflict,
 	},
@@ -235,7 +235,7 @@ func TestRenderShapes(t *testing.T) {
 		{"mysql-8.0.36", "First", first(lockplugin.ForUpdate(lockplugin.SkipLocked)),
 			"SELECT * FROM `lk_jobs` WHERE state = ? ORDER BY `lk_jobs`.`id` LIMIT ? FOR UPDATE SKIP LOCKED"},
 		{"sqlserver", "First", first(lockplugin.ForUpdate()),
-			`SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) WHERE state = @p1 ORDER BY "lk_jobs"."id" OFFSET 0 ROW FETCH NEXT 1 ROWS ONLY`},
+			`SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK) WHERE state = @p1 ORDER BY "lk_jobs"."id" OFFSET 0 ROW FETCH NEXT 1 ROWS ONLY`},
 		{"oracle", "First", first(lockplugin.ForUpdate()),
 			"error: FOR UPDATE with a row limit (First, Take, Last, Limit, Offset) is not supported on Oracle (ORA-02014"},
 		{"oracle", "Limit", func(db *gorm.DB) *gorm.DB {
@@ -256,45 +256,45 @@ func TestRenderShapes(t *testing.T) {
 		{"postgres", "Joins", joined(lockplugin.ForUpdate(lockplugin.Of("lk_jobs"))),
 			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" LEFT JOIN "lk_companies" "Company" ON "lk_jobs"."company_id" = "Company"."id" WHERE state = $1 FOR UPDATE OF "lk_jobs"`},
 		{"sqlserver", "Joins", joined(lockplugin.ForUpdate()),
-			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" WHERE state = @p1`},
+			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (XLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (XLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" WHERE state = @p1`},
 		{"sqlserver", "Joins Of main table", joined(lockplugin.ForUpdate(lockplugin.Of("lk_jobs"), lockplugin.SkipLocked)),
-			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, READPAST) LEFT JOIN "lk_companies" "Company" ON "lk_jobs"."company_id" = "Company"."id" WHERE state = @p1`},
+			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (XLOCK, ROWLOCK, READPAST) LEFT JOIN "lk_companies" "Company" ON "lk_jobs"."company_id" = "Company"."id" WHERE state = @p1`},
 		{"sqlserver", "Joins Of alias", joined(lockplugin.ForUpdate(lockplugin.Of("company"))),
-			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" LEFT JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" WHERE state = @p1`},
+			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" LEFT JOIN "lk_companies" "Company" WITH (XLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" WHERE state = @p1`},
 		{"sqlserver", "raw JOIN", rawJoin(lockplugin.ForUpdate()),
 			"error: FOR UPDATE on a JOIN written as SQL is not supported on SQL Server"},
 		{"sqlserver", "raw JOIN with Of", rawJoin(lockplugin.ForUpdate(lockplugin.Of("lk_jobs"))),
-			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) JOIN lk_companies c ON c.id = lk_jobs.company_id`},
+			`SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id" FROM "lk_jobs" WITH (XLOCK, ROWLOCK) JOIN lk_companies c ON c.id = lk_jobs.company_id`},
 		{"sqlserver", "Of a table not in the query", find(lockplugin.ForUpdate(lockplugin.Of("lk_nothere"))),
 			`invalid: Of names "lk_nothere", which the query's FROM and JOINs do not contain`},
 		{"sqlserver", "Table with alias", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs j").Where("j.state = ?", "queued").Find(&jobs)
-		}, `SELECT * FROM lk_jobs j WITH (UPDLOCK, ROWLOCK) WHERE j.state = @p1`},
+		}, `SELECT * FROM lk_jobs j WITH (XLOCK, ROWLOCK) WHERE j.state = @p1`},
 		{"sqlserver", "Table with AS alias", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs AS j").Find(&jobs)
-		}, `SELECT * FROM lk_jobs AS j WITH (UPDLOCK, ROWLOCK)`},
+		}, `SELECT * FROM lk_jobs AS j WITH (XLOCK, ROWLOCK)`},
 		{"sqlserver", "Table schema-qualified", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Table("dbo.lk_jobs").Find(&jobs)
-		}, `SELECT * FROM "dbo"."lk_jobs" WITH (UPDLOCK, ROWLOCK)`},
+		}, `SELECT * FROM "dbo"."lk_jobs" WITH (XLOCK, ROWLOCK)`},
 		{"sqlserver", "Table alias then Joins", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Table("lk_jobs j").Joins("Company").Find(&jobs)
-		}, `SELECT "j"."id","j"."state","j"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM lk_jobs j WITH (UPDLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "j"."company_id" = "Company"."id"`},
+		}, `SELECT "j"."id","j"."state","j"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM lk_jobs j WITH (XLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (XLOCK, ROWLOCK) ON "j"."company_id" = "Company"."id"`},
 		{"sqlserver", "InnerJoins", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate(lockplugin.NoWait)).InnerJoins("Company").Find(&jobs)
-		}, `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, NOWAIT) INNER JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK, NOWAIT) ON "lk_jobs"."company_id" = "Company"."id"`},
+		}, `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (XLOCK, ROWLOCK, NOWAIT) INNER JOIN "lk_companies" "Company" WITH (XLOCK, ROWLOCK, NOWAIT) ON "lk_jobs"."company_id" = "Company"."id"`},
 		{"sqlserver", "Joins with conditions", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate()).Joins("Company", db.Where(&lkCompany{Name: "acme"})).Find(&jobs)
-		}, `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" AND "Company"."name" = @p1`},
+		}, `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (XLOCK, ROWLOCK) LEFT JOIN "lk_companies" "Company" WITH (XLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id" AND "Company"."name" = @p1`},
 		{"sqlserver", "FROM clause with raw tables", func(db *gorm.DB) *gorm.DB {
 			var jobs []lkJob
 			return db.Clauses(lockplugin.ForUpdate(), clause.From{Tables: []clause.Table{{Name: "lk_jobs", Alias: "j", Raw: true}}}).Find(&jobs)
-		}, `SELECT * FROM lk_jobs j WITH (UPDLOCK, ROWLOCK)`},
+		}, `SELECT * FROM lk_jobs j WITH (XLOCK, ROWLOCK)`},
 		// A Table expression naming more than one table would be locked
 		// only in part (the hint follows the last one) or be a syntax error.
 		{"sqlserver", "Table with a comma list", func(db *gorm.DB) *gorm.DB {
@@ -329,11 +329,11 @@ func TestRenderShapes(t *testing.T) {
 		{"sqlserver", "Count", func(db *gorm.DB) *gorm.DB {
 			var n int64
 			return db.Clauses(lockplugin.ForUpdate()).Model(&lkJob{}).Count(&n)
-		}, `SELECT count(*) FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK)`},
+		}, `SELECT count(*) FROM "lk_jobs" WITH (XLOCK, ROWLOCK)`},
 
 		// GORM's own clause.Locking is rendered per database, not dropped.
 		{"sqlserver", "clause.Locking", find(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}),
-			`SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, READPAST) WHERE state = @p1`},
+			`SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK, READPAST) WHERE state = @p1`},
 		{"sqlite", "clause.Locking", find(clause.Locking{Strength: clause.LockingStrengthUpdate}),
 			"error: FOR UPDATE is not supported on SQLite"},
 		{"mariadb-10.11.6", "clause.Locking", find(clause.Locking{Strength: clause.LockingStrengthShare, Options: clause.LockingOptionsNoWait}),
@@ -395,7 +395,7 @@ func TestRenderShapes(t *testing.T) {
 func TestRenderGenerics(t *testing.T) {
 	for _, c := range []struct{ db, want string }{
 		{"postgres", `SELECT * FROM "lk_jobs" WHERE state = $1 LIMIT $2 FOR UPDATE SKIP LOCKED`},
-		{"sqlserver", `SELECT * FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK, READPAST) WHERE state = @p1 ORDER BY "id" OFFSET 0 ROW FETCH NEXT 10 ROWS ONLY`},
+		{"sqlserver", `SELECT * FROM "lk_jobs" WITH (XLOCK, ROWLOCK, READPAST) WHERE state = @p1 ORDER BY "id" OFFSET 0 ROW FETCH NEXT 10 ROWS ONLY`},
 	} {
 		t.Run(c.db, func(t *testing.T) {
 			db := openDry(t, c.db)
@@ -431,7 +431,7 @@ func TestRenderGenericsJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (UPDLOCK, ROWLOCK) INNER JOIN "lk_companies" "Company" WITH (UPDLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id"`
+	want := `SELECT "lk_jobs"."id","lk_jobs"."state","lk_jobs"."company_id","Company"."id" AS "Company__id","Company"."name" AS "Company__name" FROM "lk_jobs" WITH (XLOCK, ROWLOCK) INNER JOIN "lk_companies" "Company" WITH (XLOCK, ROWLOCK) ON "lk_jobs"."company_id" = "Company"."id"`
 	if got != want {
 		t.Fatalf("SQL\n got: %s\nwant: %s", got, want)
 	}

@@ -21,8 +21,8 @@ type check struct {
 }
 
 // allChecks lists every check lockcheck knows: the database scenarios of
-// scenario.All, the claim and SQLite writer-lock scenarios, then the lease
-// scenarios.
+// scenario.All, the claim and SQLite writer-lock scenarios, the lease
+// scenarios, then fenced writes and election.
 func allChecks() []check {
 	var cs []check
 	for _, s := range scenario.All() {
@@ -31,7 +31,9 @@ func allChecks() []check {
 		}})
 	}
 	cs = append(cs, claimChecks()...)
-	return append(cs, leaseChecks()...)
+	cs = append(cs, leaseChecks()...)
+	return append(cs, fenceChecks()...) // fence.go
+
 }
 
 func checkIDs() []string {

@@ -162,12 +162,15 @@ func TestExitStatus(t *testing.T) {
 // featureOf says which capability a scenario needs; scenarios missing here
 // run on every database.
 var featureOf = map[string]dialects.Feature{
-	"for-update":  dialects.ForUpdate,
-	"skip-locked": dialects.SkipLocked,
-	"advisory":    dialects.AdvisoryLock,
-	"capacity":    dialects.CapacityHolds,
-	"lease-sql":   dialects.LeaseTable,
-	"claim":       dialects.QueueClaim,
+	"for-update":     dialects.ForUpdate,
+	"skip-locked":    dialects.SkipLocked,
+	"advisory":       dialects.AdvisoryLock,
+	"capacity":       dialects.CapacityHolds,
+	"lease-sql":      dialects.LeaseTable,
+	"fence":          dialects.LeaseTable,
+	"fence-unfenced": dialects.LeaseTable,
+	"election":       dialects.LeaseTable,
+	"claim":          dialects.QueueClaim,
 	// The SQLite writer-lock scenarios run on SQLite only.
 	"sqlite-for-update":  dialects.WriterLock,
 	"sqlite-skip-locked": dialects.WriterLock,

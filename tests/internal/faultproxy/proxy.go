@@ -150,6 +150,10 @@ func (p *Proxy) DropReplyTo(n int) {
 // the client never hears back.
 func (p *Proxy) DropAfterWrite(n int) { p.dropAfter.Store(p.writes.Load() + int64(n)) }
 
+// Writes returns how many client->server writes the proxy has forwarded,
+// across connections: DropAfterWrite counts in the same unit.
+func (p *Proxy) Writes() int64 { return p.writes.Load() }
+
 // Commands returns how many RESP commands clients have sent through the
 // proxy.
 func (p *Proxy) Commands() int64 { return p.commands.Load() }

@@ -1,0 +1,238 @@
+// Package election elects one leader among any number of candidates, in
+// any number of processes, on any lease.Store: the leader is whoever holds
+// the lease on the election's name.
+//
+//	e, _ := election.New(store, "billing-leader")
+//	term, err := e.Campaign(ctx) // blocks until this candidate leads
+//	if err != nil {
+//		return err
+//	}
+//	defer term.Resign(context.Background())
+//	for term.Leading() {
+//		// lead; stop when term.Done() closes
+//	}
+//
+// A Term's number is the lease's fence, so terms strictly increase, and a
+// leader can fence its writes with it (lockplugin.WithFence(ctx, term)):
+// a deposed leader's writes are then refused where the data lives.
+//
+// No two terms overlap in time, by the lease Manager's safety rules: a
+// term ends (Done closes, Leading turns false) at the lease's safety
+// deadline, the send time of the last successful refresh plus the TTL
+// minus a margin for clock drift, which is before the store can let a
+// successor in. The leader must act only while Leading() reports true and
+// stop when Done closes: Leading compares the clock with the deadline, so
+// it is right even just after a process pause, before Done's timer has
+// run.
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+// DefaultTTL is an election's lease TTL unless TTL says otherwise: a
+// leader that dies is replaced within about this long.
+const DefaultTTL = 10 * time.Second
+
+// Elector is one candidate in one election. It is safe for concurrent
+// use; Campaign may be called again after a term ends.
+type Elector struct {
+	store lease.Store
+	m     *lease.Manager
+	name  string
+	ttl   time.Duration
+	every time.Duration // keep-alive interval
+	poll  time.Duration
+}
+
+// Option configures an Elector.
+type Option func(*Elector)
+
+// TTL sets the lease TTL (default DefaultTTL, 10 s): how long a dead
+// leader blocks the election. The leader refreshes it every third of it.
+// d must be at least 400 ms.
+func TTL(d time.Duration) Option { return func(e *Elector) { e.ttl = d } }
+
+// PollInterval sets how often a candidate retries a held election
+// (default lease.DefaultPollInterval); a new leader is elected within
+// TTL plus about this long after a leader dies.
+func PollInterval(d time.Duration) Option { return func(e *Elector) { e.poll = d } }
+
+// New returns a candidate for the election name on store.
+func New(store lease.Store, name string, opts ...Option) (*Elector, error) {
+	if store == nil {
+		return nil, errors.New("election: New needs a lease.Store, got nil")
+	}
+	if name == "" {
+		return nil, errors.New("election: empty election name")
+	}
+	e := &Elector{store: store, name: name, ttl: DefaultTTL, poll: lease.DefaultPollInterval}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("election: nil Option")
+		}
+		o(e)
+	}
+	if e.ttl < 400*time.Millisecond {
+		return nil, fmt.Errorf("election: TTL must be at least 400ms, got %v", e.ttl)
+	}
+	if e.poll <= 0 {
+		return nil, fmt.Errorf("election: PollInterval must be positive, got %v", e.poll)
+	}
+	e.every = e.ttl / 3
+	e.m = lease.NewManager(store, lease.PollInterval(e.poll))
+	return e, nil
+}
+
+// Name returns the election's name.
+func (e *Elector) Name() string { return e.name }
+
+// Campaign blocks until this candidate leads, and returns its term. It
+// retries while another candidate leads, every PollInterval (sooner when
+// the store can tell a release; see Watcher), and through store errors,
+// until ctx ends; it then returns ctx's error joined with the last store
+// error, if any.
+func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
+	if ctx == nil {
+		return nil, errors.New("election: nil context")
+	}
+	var watch <-chan struct{}
+	if w, ok := e.store.(Watcher); ok {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if ch, err := w.WatchRelease(wctx, e.name); err == nil {
+			watch = ch
+		}
+	}
+	var lastErr error
+	failures := 0
+	t := time.NewTimer(0)
+	defer t.Stop()
+	<-t.C
+	for {
+		l, err := e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
+		if err == nil {
+			return e.begin(l), nil
+		}
+		d := e.poll/2 + rand.N(e.poll)
+		if !errors.Is(err, lease.ErrNotAcquired) {
+			if ctx.Err() != nil {
+				return nil, errors.Join(ctx.Err(), err)
+			}
+			lastErr = err
+			d = min(e.poll<<min(failures, 6), e.ttl)
+			failures++
+		} else {
+			failures = 0
+		}
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return nil, errors.Join(ctx.Err(), lastErr)
+			}
+			return nil, ctx.Err()
+		case <-watch:
+		case <-t.C:
+		}
+	}
+}
+
+// ErrNotLeader is returned by TryCampaign when another candidate leads.
+var ErrNotLeader = errors.New("election: another candidate leads")
+
+// TryCampaign makes one attempt: it returns a term when this candidate
+// wins at once, and an error matching ErrNotLeader when another leads.
+func (e *Elector) TryCampaign(ctx context.Context) (*Term, error) {
+	if ctx == nil {
+		return nil, errors.New("election: nil context")
+	}
+	l, err := e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
+	if errors.Is(err, lease.ErrNotAcquired) {
+		return nil, fmt.Errorf("%w: %q", ErrNotLeader, e.name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.begin(l), nil
+}
+
+// Watcher is an optional interface of a lease.Store that can notify: a
+// signal on the channel (until ctx ends) says name may have been released,
+// and Campaign tries at once instead of at its next poll. None of
+// lockplugin's stores implements it yet; Campaign polls them.
+type Watcher interface {
+	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
+// Holder is an optional interface of a lease.Store that can say who holds
+// a name without taking it: the fence of the latest lease and whether it
+// is held now (by the store's clock). The table store (sqlstore) has it.
+type Holder interface {
+	Holder(ctx context.Context, name string) (fence int64, held bool, err error)
+}
+
+// ErrNoHolderRead is returned by Leader and Observe on a store without
+// the Holder interface: only the candidates themselves know who leads
+// (Elector.Term), and a leader can publish itself with a fenced write.
+var ErrNoHolderRead = errors.New("election: the store cannot say who holds a lease (no Holder method); ask the candidates, or have the leader publish its term with a fenced write")
+
+// Leader returns the current term number and whether a leader holds it,
+// read from the store (one read, no lease taken).
+func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) {
+	h, ok := e.store.(Holder)
+	if !ok {
+		return 0, false, ErrNoHolderRead
+	}
+	return h.Holder(ctx, e.name)
+}
+
+// Observe reports the election's leadership as it changes, reading the
+// store every PollInterval: a value is sent when the term number or
+// whether it is held changes. The channel is closed when ctx ends.
+func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
+	h, ok := e.store.(Holder)
+	if !ok {
+		return nil, ErrNoHolderRead
+	}
+	out := make(chan Leadership, 1)
+	go func() {
+		defer close(out)
+		var last Leadership
+		first := true
+		t := time.NewTicker(e.poll)
+		defer t.Stop()
+		for {
+			term, held, err := h.Holder(ctx, e.name)
+			if err == nil {
+				cur := Leadership{Term: term, Led: held}
+				if first || cur != last {
+					select {
+					case out <- cur:
+					case <-ctx.Done():
+						return
+					}
+					last, first = cur, false
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Leadership is one observation: the latest term and whether it is led.
+type Leadership struct {
+	Term int64
+	Led  bool
+}

@@ -1,0 +1,99 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+// Term is one candidate's leadership, from a successful Campaign until
+// its lease may no longer be held or it resigns.
+type Term struct {
+	e    *Elector
+	l    *lease.Lease
+	stop context.CancelFunc
+	done chan struct{} // closed when the keep-alive has stopped
+}
+
+func (e *Elector) begin(l *lease.Lease) *Term {
+	ctx, stop := context.WithCancel(context.Background())
+	t := &Term{e: e, l: l, stop: stop, done: make(chan struct{})}
+	go t.keepAlive(ctx)
+	return t
+}
+
+// keepAlive refreshes the lease every third of the TTL, retrying a failed
+// refresh sooner, until the term ends: at the lease's safety deadline
+// unless a refresh moved it, when a refresh finds it gone, or on Resign.
+func (t *Term) keepAlive(ctx context.Context) {
+	defer close(t.done)
+	timer := time.NewTimer(t.e.every)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.l.Done():
+			return
+		case <-timer.C:
+		}
+		err := t.l.Refresh(ctx, 0)
+		switch {
+		case err == nil:
+			timer.Reset(t.e.every)
+		case errors.Is(err, lease.ErrLeaseLost):
+			return
+		default:
+			d := t.e.every / 8
+			timer.Reset(d/2 + rand.N(d))
+		}
+	}
+}
+
+// Number returns the term number: the lease's fence, greater than every
+// earlier term's.
+func (t *Term) Number() int64 { return t.l.Fence() }
+
+// Fence returns Number, so that a Term fences writes itself:
+// db.WithContext(lockplugin.WithFence(ctx, term)).
+func (t *Term) Fence() int64 { return t.l.Fence() }
+
+// Name returns the election's name.
+func (t *Term) Name() string { return t.l.Name() }
+
+// Lease returns the lease behind the term.
+func (t *Term) Lease() *lease.Lease { return t.l }
+
+// Done returns a channel closed when the term ends: at the lease's safety
+// deadline unless refreshed, when a refresh finds it gone, or on Resign.
+// After a process pause it may close late; Leading is exact.
+func (t *Term) Done() <-chan struct{} { return t.l.Done() }
+
+// Context returns a context that ends with the term.
+func (t *Term) Context() context.Context { return t.l.Context() }
+
+// Leading reports whether this term still leads: its lease's safety
+// deadline is ahead by this process's clock and the term has not ended.
+// Check it right before acting as leader; a false answer is final.
+func (t *Term) Leading() bool {
+	if t.l.Context().Err() != nil {
+		return false
+	}
+	exp := t.l.Expiry()
+	return exp.IsZero() || time.Now().Before(exp)
+}
+
+// Resign ends the term and frees the election for another candidate at
+// once. Resigning again is a no-op.
+func (t *Term) Resign(ctx context.Context) error {
+	t.stop()
+	err := t.l.Release(ctx)
+	<-t.done
+	if errors.Is(err, lease.ErrLeaseLost) {
+		return nil // the term had ended already
+	}
+	return err
+}

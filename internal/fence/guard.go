@@ -1,0 +1,143 @@
+package fence
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// stateKey holds the guard's state in Statement.Clauses between the guard
+// and the check; it is never built into SQL.
+const stateKey = "lockplugin:fence_state"
+
+type state struct {
+	op     string
+	tok    token
+	field  *schema.Field
+	hadSet bool
+	set    clause.Clause // the SET the guard found, restored by the check
+	keyed  int           // rows picked by primary key (0: by conditions)
+}
+
+// Build renders nothing.
+func (*state) Build(clause.Builder) {}
+
+// cond is the guard's WHERE condition: fence <= mine. A type of its own so
+// that the check can take it out again.
+type cond struct {
+	col   string
+	fence int64
+}
+
+func (c cond) Build(b clause.Builder) {
+	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.col})
+	b.WriteString(" <= ")
+	b.AddVar(b, c.fence)
+}
+
+// prepare returns the statement's token and Fence field, or false (with an
+// error added when the write is fenced but cannot be guarded).
+func prepare(db *gorm.DB, op string) (token, *schema.Field, bool) {
+	stmt := db.Statement
+	tok, ok := tokenOf(stmt)
+	if !ok || db.Error != nil {
+		return token{}, nil, false
+	}
+	if err := tok.check(); err != nil {
+		db.AddError(err)
+		return token{}, nil, false
+	}
+	if stmt.SQL.Len() > 0 {
+		db.AddError(fmt.Errorf("lockplugin: fenced %s of a statement whose SQL is already built cannot be guarded; nothing was sent", op))
+		return token{}, nil, false
+	}
+	f := fieldOf(stmt.Schema)
+	if f == nil {
+		db.AddError(noColumn(stmt, op))
+		return token{}, nil, false
+	}
+	return tok, f, true
+}
+
+// guardUpdate runs after the version guard, just before gorm:update: it
+// builds the SET GORM would send (unless the version guard or the caller
+// did), makes it write the fence, and adds "fence <= mine".
+func guardUpdate(db *gorm.DB) {
+	tok, f, ok := prepare(db, "update")
+	if !ok {
+		return
+	}
+	stmt := db.Statement
+	st := &state{op: "update", tok: tok, field: f}
+	var set clause.Set
+	if c, had := stmt.Clauses["SET"]; had {
+		s, ok := c.Expression.(clause.Set)
+		if !ok {
+			db.AddError(fmt.Errorf("lockplugin: cannot fence an UPDATE whose SET clause is a %T", c.Expression))
+			return
+		}
+		set, st.hadSet, st.set = s, true, c
+	} else {
+		// As the version guard does: SQL Server cannot update an identity
+		// column, which its dialector leaves out inside gorm:update.
+		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && dialects.Of(db).Kind == dialects.SQLServer {
+			stmt.Omits = append(stmt.Omits, pf.DBName)
+		}
+		set = callbacks.ConvertToAssignments(stmt) // adds GORM's primary key condition
+		if db.Error != nil || len(set) == 0 {
+			return // GORM sends nothing for an empty SET
+		}
+	}
+	if !hasConditions(stmt) && !db.AllowGlobalUpdate {
+		db.AddError(gorm.ErrMissingWhereClause)
+		return
+	}
+	st.keyed = keyedRows(stmt)
+	stmt.AddClause(clause.Set(withFence(set, f, tok.fence)))
+	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond{col: f.DBName, fence: tok.fence}}})
+	stmt.Clauses[stateKey] = clause.Clause{Expression: st}
+}
+
+// guardDelete runs after the version guard, just before gorm:delete, and
+// adds "fence <= mine" to the DELETE (or to the soft delete's UPDATE).
+func guardDelete(db *gorm.DB) {
+	tok, f, ok := prepare(db, "delete")
+	if !ok {
+		return
+	}
+	stmt := db.Statement
+	keyed := keyedRows(stmt)
+	if keyed == 0 && !hasConditions(stmt) && !db.AllowGlobalUpdate {
+		db.AddError(gorm.ErrMissingWhereClause)
+		return
+	}
+	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond{col: f.DBName, fence: tok.fence}}})
+	stmt.Clauses[stateKey] = clause.Clause{Expression: &state{op: "delete", tok: tok, field: f, keyed: keyed}}
+}
+
+// withFence returns set with its assignment to the fence column replaced
+// by "fence = mine" (appended when there was none).
+func withFence(set clause.Set, f *schema.Field, fence int64) clause.Set {
+	out := make(clause.Set, 0, len(set)+1)
+	for _, a := range set {
+		if a.Column.Name == f.DBName && (a.Column.Table == "" || a.Column.Table == clause.CurrentTable || a.Column.Table == f.Schema.Table) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return append(out, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: fence})
+}
+
+func hasConditions(stmt *gorm.Statement) bool {
+	c, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return false
+	}
+	w, ok := c.Expression.(clause.Where)
+	return ok && len(w.Exprs) > 0
+}

@@ -1,0 +1,79 @@
+package fence
+
+import (
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// Callback names, as they appear in db.Callback().
+const (
+	guardName  = "lockplugin:fence_guard"
+	checkName  = "lockplugin:fence_check"
+	createName = "lockplugin:fence_create"
+	rawName    = "lockplugin:fence_raw"
+
+	// The version callbacks the fence callbacks are ordered against: the
+	// fence guard runs after the version guard (and adds to the SET it
+	// built), and its check before the version check (which restores the
+	// statement's SET), so that the two compose on one statement.
+	versionGuard = "lockplugin:version_guard"
+	versionCheck = "lockplugin:version_check"
+)
+
+// Register installs the fence callbacks on db, after version.Register.
+// The root lockplugin plugin calls it.
+func Register(db *gorm.DB) error {
+	if db == nil || db.Config == nil {
+		return errors.New("lockplugin: fence.Register needs an opened *gorm.DB")
+	}
+	cb := db.Callback()
+	for _, need := range []struct{ kind, name string }{
+		{"update", "gorm:update"}, {"delete", "gorm:delete"}, {"create", "gorm:create"},
+	} {
+		var fn func(*gorm.DB)
+		switch need.kind {
+		case "update":
+			fn = cb.Update().Get(need.name)
+		case "delete":
+			fn = cb.Delete().Get(need.name)
+		default:
+			fn = cb.Create().Get(need.name)
+		}
+		if fn == nil {
+			return fmt.Errorf("lockplugin: the %s dialector has no %s callback %q; fenced writes cannot be installed", db.Dialector.Name(), need.kind, need.name)
+		}
+	}
+	steps := []func() error{
+		func() error {
+			return cb.Update().Before("gorm:update").After(versionGuard).Register(guardName, guardUpdate)
+		},
+		func() error {
+			return cb.Update().After("gorm:update").Before(versionCheck).Register(checkName, checkWrite)
+		},
+		func() error {
+			return cb.Delete().Before("gorm:delete").After(versionGuard).Register(guardName, guardDelete)
+		},
+		func() error {
+			return cb.Delete().After("gorm:delete").Before(versionCheck).Register(checkName, checkWrite)
+		},
+		func() error { return cb.Create().Before("gorm:create").Register(createName, guardCreate) },
+		func() error { return cb.Create().After("gorm:create").Register(checkName, checkCreate) },
+		func() error { return cb.Raw().Before("gorm:raw").Register(rawName, refuseRaw) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuseRaw fails db.Exec under a fence: raw SQL cannot be guarded, and
+// must not pass for fenced.
+func refuseRaw(db *gorm.DB) {
+	if _, ok := tokenOf(db.Statement); ok && db.Error == nil {
+		db.AddError(errors.New("lockplugin: db.Exec under a fence cannot be guarded: write through a model with a lockplugin.Fence column, or add \"fence <= ?\" and \"fence = ?\" yourself on a context without WithFence; nothing was sent"))
+	}
+}
