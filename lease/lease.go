@@ -36,6 +36,7 @@ type Lease struct {
 
 	state    sync.Mutex // guards the fields below
 	ttl      time.Duration
+	grant    Grant     // the store's last Grant (GrantStore), for its handle
 	deadline time.Time // zero: no expiry
 	timer    *time.Timer
 	released bool
@@ -44,12 +45,22 @@ type Lease struct {
 }
 
 // newLease returns the handle of a lease the store granted to a call sent
-// at sent with ttl (0: no expiry).
-func newLease(m *Manager, name, owner string, fence int64, ttl time.Duration, sent time.Time) *Lease {
+// at sent, with g.TTL (0: no expiry).
+func newLease(m *Manager, name, owner string, g Grant, sent time.Time) *Lease {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	l := &Lease{m: m, name: name, owner: owner, fence: fence, ctx: ctx, cancel: cancel, ttl: ttl}
-	l.extend(sent, ttl)
+	l := &Lease{m: m, name: name, owner: owner, fence: g.Fence, ctx: ctx, cancel: cancel, ttl: g.TTL, grant: g}
+	l.extend(sent, g.TTL)
 	return l
+}
+
+// TTL returns the lease's TTL as the store granted it: the one asked for,
+// or more when the store rounds TTLs up (etcd grants whole seconds, and
+// at least its minimum); 0 for a lease without expiry. Expiry is kept on
+// it, and Refresh(ctx, 0) renews to it.
+func (l *Lease) TTL() time.Duration {
+	l.state.Lock()
+	defer l.state.Unlock()
+	return l.ttl
 }
 
 // Name returns the lock name.
@@ -144,6 +155,13 @@ func (l *Lease) lose(cause error) {
 	l.cancel(cause)
 }
 
+// currentGrant returns the store's last Grant for the lease.
+func (l *Lease) currentGrant() Grant {
+	l.state.Lock()
+	defer l.state.Unlock()
+	return l.grant
+}
+
 // ttlNow returns the lease's current TTL and safety deadline.
 func (l *Lease) ttlNow() (time.Duration, time.Time) {
 	l.state.Lock()
@@ -188,18 +206,29 @@ func (l *Lease) refresh(ctx context.Context, ttl time.Duration) error {
 		return context.Cause(l.ctx)
 	}
 	sent := time.Now()
-	ok, err, _ := call(ctx, earliest(sent.Add(l.m.callTimeout), deadline), func(ctx context.Context) (bool, error) {
-		return l.m.store.Refresh(ctx, l.name, l.owner, ttl)
+	r, err, _ := call(ctx, earliest(sent.Add(l.m.callTimeout), deadline), func(ctx context.Context) (acquired, error) {
+		if gs, ok := l.m.store.(GrantStore); ok {
+			g, ok, err := gs.RefreshGrant(ctx, l.name, l.owner, l.currentGrant(), ttl)
+			if err == nil && ok {
+				g.TTL = grantedTTL(g.TTL, ttl)
+			}
+			return acquired{g, ok}, err
+		}
+		ok, err := l.m.store.Refresh(ctx, l.name, l.owner, ttl)
+		return acquired{Grant{Fence: l.fence, TTL: ttl}, ok}, err
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("lease: refreshing %q: %w", l.name, err)
 	}
-	if !ok {
+	if !r.ok {
 		err := lostError(l.name, nil)
 		l.lose(err)
 		return err
 	}
-	if !l.extend(sent, ttl) {
+	l.state.Lock()
+	l.grant = r.grant
+	l.state.Unlock()
+	if !l.extend(sent, r.grant.TTL) {
 		return context.Cause(l.ctx)
 	}
 	return nil
@@ -246,6 +275,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
 		ok, err, _ := call(ctx, bound, func(ctx context.Context) (bool, error) {
+			if gs, ok := l.m.store.(GrantStore); ok {
+				return gs.ReleaseGrant(ctx, l.name, l.owner, l.currentGrant())
+			}
 			return l.m.store.Release(ctx, l.name, l.owner)
 		}, nil)
 		if err == nil {

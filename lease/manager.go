@@ -234,8 +234,33 @@ func checkName(name string) error {
 
 // acquired is one Acquire's answer.
 type acquired struct {
-	fence int64
+	grant Grant
 	ok    bool
+}
+
+// storeAcquire takes name through AcquireGrant when the store has it, else
+// through Acquire (its Grant then has the TTL asked for and no handle).
+func (m *Manager) storeAcquire(ctx context.Context, name, owner string, ttl time.Duration) (acquired, error) {
+	if gs, ok := m.store.(GrantStore); ok {
+		g, ok, err := gs.AcquireGrant(ctx, name, owner, ttl)
+		if err == nil && ok {
+			g.TTL = grantedTTL(g.TTL, ttl)
+		}
+		return acquired{g, ok}, err
+	}
+	fence, ok, err := m.store.Acquire(ctx, name, owner, ttl)
+	return acquired{Grant{Fence: fence, TTL: ttl}, ok}, err
+}
+
+// grantedTTL is the TTL a lease is kept on: the store's granted one, but
+// never shorter than asked (a store answering less breaks its contract;
+// keeping the asked one is then no worse than the store's word) and
+// never "no expiry" for a lease asked with one.
+func grantedTTL(granted, asked time.Duration) time.Duration {
+	if asked == 0 {
+		return 0
+	}
+	return max(granted, asked)
 }
 
 func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, error) {
@@ -257,6 +282,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 	}
 	var timer *time.Timer
 	heldSeen := false // the store has answered "held"
+	quickWakes := 0   // WaitFree calls in a row that returned without waiting
 	for {
 		sent := time.Now()
 		bound := earliest(sent.Add(m.callTimeout), end)
@@ -266,8 +292,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			bound = earliest(bound, sent.Add(ttl-margin(ttl)))
 		}
 		r, err, cut := call(ctx, bound, func(ctx context.Context) (acquired, error) {
-			fence, ok, err := m.store.Acquire(ctx, name, owner, ttl)
-			return acquired{fence, ok}, err
+			return m.storeAcquire(ctx, name, owner, ttl)
 		}, func(r acquired, err error) {
 			if r.ok || err != nil {
 				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
@@ -290,7 +315,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			return nil, fmt.Errorf("lease: acquiring %q: %w", name, err)
 		}
 		if r.ok {
-			l := newLease(m, name, owner, r.fence, ttl, sent)
+			l := newLease(m, name, owner, r.grant, sent)
 			if o.hold > 0 {
 				l.holdUntil = sent.Add(o.hold) // HoldAtLeast: hold.go
 			}
@@ -308,6 +333,27 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		if waited >= o.wait {
 			return nil, &NotAcquiredError{Name: name, Waited: waited}
 		}
+		// A Waiter that keeps waking at once while the name stays held
+		// (spurious wake-ups, allowed but not useful) falls back to polling
+		// for that round, so a bad watch cannot spin on the store.
+		if w, ok := m.store.(Waiter); ok && quickWakes < 2 {
+			waitStart := time.Now()
+			if m.waitFree(ctx, w, name, start.Add(o.wait)) {
+				if err := ctx.Err(); err != nil {
+					return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: err}
+				}
+				if waited := time.Since(start); waited >= o.wait {
+					return nil, &NotAcquiredError{Name: name, Waited: waited}
+				}
+				if time.Since(waitStart) < m.poll/2 {
+					quickWakes++
+				} else {
+					quickWakes = 0
+				}
+				continue
+			}
+		}
+		quickWakes = 0
 		d := min(m.nextPoll(), o.wait-waited)
 		if timer == nil {
 			timer = time.NewTimer(d)
@@ -324,6 +370,26 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		}
 	}
 }
+
+// waitFree blocks on the store's WaitFree until name may be free, end
+// passes, ctx ends, or maxWatch (a guard against a watch that misses an
+// event) has passed, bounded like every store call. It reports whether
+// the wait is over (a retry is due now); false means the store could not
+// watch, and the caller polls instead.
+func (m *Manager) waitFree(ctx context.Context, w Waiter, name string, end time.Time) bool {
+	bound := earliest(end, time.Now().Add(maxWatch))
+	_, err, _ := call(ctx, bound, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.WaitFree(ctx, name)
+	}, nil)
+	// The watch ending at the bound or the context is a due retry (the
+	// loop then finds the context or the wait ended); any other error
+	// means the store cannot watch now.
+	return err == nil || ctx.Err() != nil || !time.Now().Before(bound)
+}
+
+// maxWatch bounds one WaitFree: a waiter re-checks the name at least this
+// often even if the store's watch never fires.
+const maxWatch = 5 * time.Second
 
 // abandon releases name for owner after an Acquire whose outcome is
 // unknown. The store may have taken the lease before the error reached the

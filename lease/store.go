@@ -36,3 +36,51 @@ type Store interface {
 	// owner still holds it, and reports whether it did.
 	Refresh(ctx context.Context, name, owner string, ttl time.Duration) (ok bool, err error)
 }
+
+// A store may implement the optional interfaces below as well; Manager
+// detects them and uses them in place of the three required methods. A
+// store that implements none behaves as before.
+
+// Grant is one acquisition as a GrantStore reports it.
+type Grant struct {
+	// Fence is the lease's fencing token, as Store.Acquire returns it.
+	Fence int64
+	// TTL is the TTL the store actually granted: at least the one asked
+	// for (a store may round it up, never down), 0 for no expiry. Manager
+	// keeps its safety deadline, and Lease.TTL, on it.
+	TTL time.Duration
+	// Handle is the store's own reference to the acquisition (an etcd lease
+	// ID, say), handed back to RefreshGrant and ReleaseGrant so that they
+	// need not look the lease up again. Manager never reads it.
+	Handle any
+}
+
+// GrantStore is a Store whose acquisitions carry a handle and the TTL
+// really granted. Each method has the contract of its Store counterpart
+// (idempotent per owner, ok=false and a nil error when not held), plus the
+// Grant. Manager uses AcquireGrant, RefreshGrant and ReleaseGrant for the
+// leases it hands out, and Store.Release, without a handle, only to free a
+// name after an acquire whose reply was lost.
+type GrantStore interface {
+	Store
+	// AcquireGrant is Acquire returning a Grant; its TTL is at least ttl.
+	AcquireGrant(ctx context.Context, name, owner string, ttl time.Duration) (g Grant, ok bool, err error)
+	// RefreshGrant is Refresh of the acquisition g (the last Grant that
+	// AcquireGrant or RefreshGrant returned for it); on success it returns
+	// the Grant to use from now on, with the same Fence and a TTL of at
+	// least ttl.
+	RefreshGrant(ctx context.Context, name, owner string, g Grant, ttl time.Duration) (Grant, bool, error)
+	// ReleaseGrant is Release of the acquisition g.
+	ReleaseGrant(ctx context.Context, name, owner string, g Grant) (bool, error)
+}
+
+// Waiter is a Store that can block until a held name may have become free
+// (released, expired), as a watch does, instead of Manager polling it
+// every PollInterval.
+type Waiter interface {
+	// WaitFree returns nil when name is not held or, after it was held at
+	// the call, its holder released it or it expired; it may also return
+	// nil early (a spurious wake-up costs one Acquire). It returns an error
+	// when ctx ends first, or when it cannot watch (Manager then polls).
+	WaitFree(ctx context.Context, name string) error
+}

@@ -6,6 +6,9 @@
 //		leasetest.Run(t, func(t *testing.T) lease.Store { return mystore.New(client) })
 //	}
 //
+// A store that implements the optional interfaces lease.GrantStore or
+// lease.Waiter gets their checks too ("Grant", "WaitFree").
+//
 // The suite needs only the standard library. Each check calls newStore
 // twice and uses the two stores as two nodes of one application would, so
 // newStore must return stores over the same backend (the same directory,
@@ -84,7 +87,9 @@ func Run(t *testing.T, newStore func(t *testing.T) lease.Store, opts ...Option) 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	for _, c := range checks(cfg) {
+	// One store, only to learn which optional interfaces it implements.
+	probe := newStore(t)
+	for _, c := range checks(cfg, probe) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -110,7 +115,7 @@ type check struct {
 	run  func(ctx context.Context, e *env) error
 }
 
-func checks(cfg config) []check {
+func checks(cfg config, a lease.Store) []check {
 	cs := []check{
 		{"FreeAcquire", checkFreeAcquire},
 		{"HeldRefused", checkHeldRefused},
@@ -131,6 +136,12 @@ func checks(cfg config) []check {
 			check{"ZeroTTLNeverExpires", checkZeroTTLNeverExpires},
 			check{"IdempotentAcquireResetsExpiry", checkIdempotentAcquireResetsExpiry},
 		)
+	}
+	if _, ok := a.(lease.GrantStore); ok {
+		cs = append(cs, check{"Grant", checkGrant})
+	}
+	if _, ok := a.(lease.Waiter); ok {
+		cs = append(cs, check{"WaitFree", checkWaitFree})
 	}
 	if cfg.restart != nil {
 		// Last: it restarts the backend under every store.

@@ -137,7 +137,7 @@ func TestRunWithIgnoresTTL(t *testing.T) {
 // store fails the check aimed at its fault.
 func TestChecksCatchBrokenStores(t *testing.T) {
 	byName := map[string]check{}
-	for _, c := range checks(config{restart: func(*testing.T) {}}) {
+	for _, c := range checks(config{restart: func(*testing.T) {}}, &optMem{}) {
 		byName[c.name] = c
 	}
 	cases := []struct {

@@ -27,6 +27,14 @@
 // volatile policies never evict them), and with AOF persistence
 // (appendfsync always) where the leases themselves must survive a
 // restart.
+//
+// Replication is asynchronous: on Sentinel or Cluster, a lease granted
+// just before a failover may be missing on the promoted replica, which
+// then grants it again. WaitReplicas(n, timeout) closes that gap (an
+// acquire not acknowledged by n replicas is undone and fails with
+// ErrNotReplicated). On a *redis.ClusterClient the store reloads the
+// cluster layout after a connection error, so that a failover is
+// followed at once.
 package redisstore
 
 import (
@@ -63,9 +71,11 @@ const DefaultPrefix = "lockplugin:lease:"
 
 // Store is a lease.Store on Redis. It is safe for concurrent use.
 type Store struct {
-	client redis.UniversalClient
-	prefix string
-	err    error // an invalid Option, reported by every call
+	client      redis.UniversalClient
+	prefix      string
+	replicas    int           // WaitReplicas: replicas that must acknowledge
+	waitTimeout time.Duration // WaitReplicas: how long WAIT waits
+	err         error         // an invalid Option, reported by every call
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -85,6 +95,38 @@ func Prefix(p string) Option {
 	}
 }
 
+// ErrNotReplicated matches the error of an Acquire or Refresh that the
+// primary applied but that fewer replicas than WaitReplicas asks for
+// acknowledged in time. An Acquire has then been undone (released), so
+// it did not take the lease; a Refresh did not move the lease's safety
+// deadline (the Manager retries it until then).
+var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
+
+// WaitReplicas makes every Acquire and Refresh durable against a
+// failover: after the script runs on the primary, the store sends WAIT
+// n timeout on the same connection, and an acquire that fewer than n
+// replicas acknowledged is released again and reported as an error
+// matching ErrNotReplicated, never as a lease. A promoted replica then
+// has every lease the Manager handed out and every deadline it relies on.
+//
+// It needs a *redis.Client (a single server with replicas, or
+// redis.NewFailoverClient for Sentinel) or a *redis.ClusterClient; n
+// must be at least 1 and timeout positive. WAIT does not make Redis
+// strongly consistent: a replica that acknowledged can still lose the
+// write if it restarts without persistence before it is promoted, and
+// Sentinel or Cluster may promote a replica that did not acknowledge
+// when more than one failed. See the README for what each deployment
+// guarantees.
+func WaitReplicas(n int, timeout time.Duration) Option {
+	return func(s *Store) {
+		if n < 1 || timeout <= 0 {
+			s.err = fmt.Errorf("redisstore: WaitReplicas needs n >= 1 and a positive timeout, got %d and %v", n, timeout)
+			return
+		}
+		s.replicas, s.waitTimeout = n, timeout
+	}
+}
+
 // New returns a Store on client. An invalid option or a nil client is
 // reported by every call.
 func New(client redis.UniversalClient, opts ...Option) *Store {
@@ -98,6 +140,13 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	}
 	if client == nil {
 		s.err = errors.New("redisstore: New needs a client, got nil")
+	}
+	if s.err == nil && s.replicas > 0 {
+		switch client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			s.err = fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client (single or Sentinel) or a *redis.ClusterClient, got %T", client)
+		}
 	}
 	return s
 }
@@ -121,9 +170,12 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 		return 0, false, err
 	}
 	k := s.Key(name)
+	if s.replicas > 0 {
+		return s.acquireReplicated(ctx, k, owner, ttl)
+	}
 	fence, err := acquireScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
 	if err != nil {
-		return 0, false, fmt.Errorf("redisstore: acquire: %w", err)
+		return 0, false, s.failed(ctx, "acquire", err)
 	}
 	return fence, fence > 0, nil
 }
@@ -135,7 +187,7 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	}
 	n, err := releaseScript.Run(ctx, s.client, []string{s.Key(name)}, owner).Int64()
 	if err != nil {
-		return false, fmt.Errorf("redisstore: release: %w", err)
+		return false, s.failed(ctx, "release", err)
 	}
 	return n == 1, nil
 }
@@ -146,9 +198,12 @@ func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Durati
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return false, err
 	}
+	if s.replicas > 0 {
+		return s.refreshReplicated(ctx, s.Key(name), owner, ttl)
+	}
 	n, err := refreshScript.Run(ctx, s.client, []string{s.Key(name)}, owner, millis(ttl)).Int64()
 	if err != nil {
-		return false, fmt.Errorf("redisstore: refresh: %w", err)
+		return false, s.failed(ctx, "refresh", err)
 	}
 	return n == 1, nil
 }

@@ -1,0 +1,372 @@
+// Package etcdstore is a lease.Store on etcd (v3 API, through
+// go.etcd.io/etcd/client/v3), for leases that must survive the loss of a
+// machine: etcd replicates every write through Raft to a majority before
+// it answers.
+//
+//	client, _ := clientv3.New(clientv3.Config{Endpoints: endpoints})
+//	m := lease.NewManager(etcdstore.New(client))
+//
+// It is a module of its own, so that lockplugin's root module does not
+// pull in the etcd client.
+//
+// Each acquisition is one key, <prefix><name>, holding the owner token and
+// attached to an etcd lease of its own: etcd deletes the key when that
+// lease expires, on the leader's clock, and a new leader extends every
+// lease it inherits rather than shortening it. The fence is the key's
+// create revision: etcd's revision counter is one for the whole cluster,
+// raised by every write, kept through Raft, so fences strictly increase
+// across holders, names, leader changes and restarts.
+//
+// etcd grants TTLs in whole seconds, and no shorter than its minimum
+// (1.5 times the election timeout, rounded up: 2 s with the defaults). A
+// TTL is therefore rounded UP, never down; the Grant (lease.GrantStore)
+// tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
+//
+// The Store implements lease.GrantStore (the etcd lease ID is the handle:
+// a refresh is one keep-alive, a release one revoke) and lease.Waiter (a
+// waiting Acquire watches the key instead of polling).
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+// DefaultPrefix starts every key unless Prefix says otherwise.
+const DefaultPrefix = "lockplugin/lease/"
+
+// DefaultMinTTL is the shortest TTL etcd grants with its default timing
+// (heartbeat 100 ms, election timeout 1 s).
+const DefaultMinTTL = 2 * time.Second
+
+// Store is a lease.Store on etcd. It is safe for concurrent use.
+type Store struct {
+	client *clientv3.Client
+	prefix string
+	minTTL time.Duration
+	err    error // an invalid Option, reported by every call
+}
+
+var (
+	_ lease.Store      = (*Store)(nil)
+	_ lease.GrantStore = (*Store)(nil)
+	_ lease.Waiter     = (*Store)(nil)
+)
+
+// Option configures New.
+type Option func(*Store)
+
+// Prefix sets the start of every key (default "lockplugin/lease/").
+func Prefix(p string) Option { return func(s *Store) { s.prefix = p } }
+
+// MinTTL sets the shortest TTL the store asks etcd for (default 2 s, etcd's
+// minimum with its default timing). Set it to the cluster's minimum when
+// it runs with a longer election timeout; whatever it is, the TTL etcd
+// answers is the one the Manager keeps. d must be at least a second.
+func MinTTL(d time.Duration) Option {
+	return func(s *Store) {
+		if d < time.Second {
+			s.err = fmt.Errorf("etcdstore: MinTTL must be at least 1s (etcd grants whole seconds), got %v", d)
+			return
+		}
+		s.minTTL = d
+	}
+}
+
+// New returns a Store on client. An invalid option or a nil client is
+// reported by every call.
+func New(client *clientv3.Client, opts ...Option) *Store {
+	s := &Store{client: client, prefix: DefaultPrefix, minTTL: DefaultMinTTL}
+	for _, o := range opts {
+		if o == nil {
+			s.err = errors.New("etcdstore: nil Option")
+			continue
+		}
+		o(s)
+	}
+	if client == nil && s.err == nil {
+		s.err = errors.New("etcdstore: New needs a client, got nil")
+	}
+	return s
+}
+
+// Key returns the etcd key of name's lease.
+func (s *Store) Key(name string) string { return s.prefix + name }
+
+// handle is a Grant's Handle: the etcd lease the key is attached to (0 for
+// a lease without expiry) and its granted TTL in seconds.
+type handle struct {
+	id  clientv3.LeaseID
+	ttl int64
+}
+
+// seconds is the TTL, in whole seconds, that the store asks etcd for: ttl
+// rounded up, at least the minimum.
+func (s *Store) seconds(ttl time.Duration) int64 {
+	secs := int64(ttl / time.Second)
+	if ttl%time.Second != 0 {
+		secs++
+	}
+	minSecs := int64((s.minTTL + time.Second - 1) / time.Second)
+	return max(secs, minSecs)
+}
+
+// grant asks etcd for a lease of ttl (none for 0).
+func (s *Store) grant(ctx context.Context, ttl time.Duration) (handle, error) {
+	if ttl == 0 {
+		return handle{}, nil
+	}
+	r, err := s.client.Grant(ctx, s.seconds(ttl))
+	if err != nil {
+		return handle{}, fmt.Errorf("etcdstore: granting a lease: %w", err)
+	}
+	return handle{id: r.ID, ttl: r.TTL}, nil
+}
+
+// revoke revokes h's etcd lease, if it has one, on a context of its own
+// (the caller's may be the reason to revoke); a lease not found has
+// expired already. Errors are dropped: an unrevoked lease expires at its
+// TTL, holding no key.
+func (s *Store) revoke(ctx context.Context, h handle) {
+	if h.id == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = s.client.Revoke(rctx, h.id)
+}
+
+func (g handle) grantOf(fence int64) lease.Grant {
+	return lease.Grant{Fence: fence, TTL: time.Duration(g.ttl) * time.Second, Handle: g}
+}
+
+// Acquire takes name for owner; see AcquireGrant.
+func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
+	g, ok, err := s.AcquireGrant(ctx, name, owner, ttl)
+	return g.Fence, ok, err
+}
+
+// AcquireGrant takes name for owner when its key is absent (free, or
+// deleted by its lease's expiry), attached to a new etcd lease of ttl
+// rounded up (none for 0), in one transaction. The fence is the key's
+// create revision. When owner already holds it, the key moves to the new
+// lease (its create revision, the fence, stays) and the old lease is
+// revoked: the expiry is reset to ttl from now.
+func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, bool, error) {
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return lease.Grant{}, false, err
+	}
+	h, err := s.grant(ctx, ttl)
+	if err != nil {
+		return lease.Grant{}, false, err
+	}
+	key := s.Key(name)
+	r, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		s.revoke(ctx, h)
+		return lease.Grant{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
+	}
+	if r.Succeeded {
+		return h.grantOf(r.Header.Revision), true, nil
+	}
+	kvs := r.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 || string(kvs[0].Value) != owner {
+		s.revoke(ctx, h)
+		return lease.Grant{}, false, nil
+	}
+	// The same owner again: a retry whose first reply was lost.
+	old := kvs[0]
+	moved, err := s.move(ctx, key, owner, clientv3.LeaseID(old.Lease), h)
+	if err != nil || !moved {
+		s.revoke(ctx, h)
+		return lease.Grant{}, false, err
+	}
+	return h.grantOf(old.CreateRevision), true, nil
+}
+
+// move re-attaches owner's key from lease old to h's (none when h has
+// none) and revokes old, reporting whether owner still held the key.
+func (s *Store) move(ctx context.Context, key, owner string, old clientv3.LeaseID, h handle) (bool, error) {
+	opts := []clientv3.OpOption{}
+	if h.id != 0 {
+		opts = append(opts, clientv3.WithLease(h.id))
+	}
+	r, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", owner), clientv3.Compare(clientv3.LeaseValue(key), "=", old)).
+		Then(clientv3.OpPut(key, owner, opts...)).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("etcdstore: moving a lease: %w", err)
+	}
+	if !r.Succeeded {
+		return false, nil
+	}
+	s.revoke(ctx, handle{id: old})
+	return true, nil
+}
+
+// Release frees name if owner holds it: one transaction that deletes the
+// key if it holds owner, then a revoke of its etcd lease.
+func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
+	if err := s.check(ctx, name, owner, 0); err != nil {
+		return false, err
+	}
+	key := s.Key(name)
+	r, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", owner)).
+		Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("etcdstore: release: %w", err)
+	}
+	if !r.Succeeded {
+		return false, nil
+	}
+	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		s.revoke(ctx, handle{id: clientv3.LeaseID(kvs[0].Lease)})
+	}
+	return true, nil
+}
+
+// ReleaseGrant frees the acquisition g: one revoke of its etcd lease,
+// which deletes the key with it. A lease without expiry is released as
+// Release does.
+func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Grant) (bool, error) {
+	h, ok := g.Handle.(handle)
+	if !ok || h.id == 0 {
+		return s.Release(ctx, name, owner)
+	}
+	if err := s.check(ctx, name, owner, 0); err != nil {
+		return false, err
+	}
+	// Only owner's key is attached to h (the key moves off a lease only by
+	// owner's own calls, which Manager serialises), so revoking h frees
+	// exactly owner's lease.
+	_, err := s.client.Revoke(ctx, h.id)
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return false, nil // expired
+	case err != nil:
+		return false, fmt.Errorf("etcdstore: release: %w", err)
+	}
+	return true, nil
+}
+
+// Refresh sets name's lease to expire ttl (rounded up) from now, if owner
+// holds it: the key moves to a new etcd lease; see RefreshGrant for the
+// cheaper way with a handle.
+func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	_, ok, err := s.refreshByMove(ctx, name, owner, ttl)
+	return ok, err
+}
+
+func (s *Store) refreshByMove(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, bool, error) {
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return lease.Grant{}, false, err
+	}
+	key := s.Key(name)
+	r, err := s.client.Get(ctx, key)
+	if err != nil {
+		return lease.Grant{}, false, fmt.Errorf("etcdstore: refresh: %w", err)
+	}
+	if len(r.Kvs) == 0 || string(r.Kvs[0].Value) != owner {
+		return lease.Grant{}, false, nil
+	}
+	kv := r.Kvs[0]
+	h, err := s.grant(ctx, ttl)
+	if err != nil {
+		return lease.Grant{}, false, err
+	}
+	moved, err := s.move(ctx, key, owner, clientv3.LeaseID(kv.Lease), h)
+	if err != nil || !moved {
+		s.revoke(ctx, h)
+		return lease.Grant{}, false, err
+	}
+	return h.grantOf(kv.CreateRevision), true, nil
+}
+
+// RefreshGrant renews the acquisition g. When ttl rounds to g's granted
+// TTL it is one keep-alive of g's etcd lease (etcd renews a lease only to
+// its granted TTL); otherwise the key moves to a new lease of ttl.
+func (s *Store) RefreshGrant(ctx context.Context, name, owner string, g lease.Grant, ttl time.Duration) (lease.Grant, bool, error) {
+	h, ok := g.Handle.(handle)
+	if !ok || h.id == 0 || ttl == 0 || s.seconds(ttl) != h.ttl {
+		return s.refreshByMove(ctx, name, owner, ttl)
+	}
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return lease.Grant{}, false, err
+	}
+	r, err := s.client.KeepAliveOnce(ctx, h.id)
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return lease.Grant{}, false, nil // expired
+	case err != nil:
+		return lease.Grant{}, false, fmt.Errorf("etcdstore: refresh: %w", err)
+	case r.TTL <= 0:
+		return lease.Grant{}, false, nil
+	}
+	// The key is still attached to h: it leaves h only by owner's own
+	// calls, and goes with h's expiry.
+	return h.grantOf(g.Fence), true, nil
+}
+
+// WaitFree returns when name's key is absent, or once it is deleted
+// (released, expired), watching from the revision it was read at, so that
+// no deletion between the read and the watch is missed. It returns
+// ctx's error when ctx ends first, and nil when the watch ends otherwise
+// (a compaction, a lost connection): the Manager then tries again.
+func (s *Store) WaitFree(ctx context.Context, name string) error {
+	if s.err != nil {
+		return s.err
+	}
+	if ctx == nil {
+		return errors.New("etcdstore: nil context")
+	}
+	key := s.Key(name)
+	r, err := s.client.Get(ctx, key, clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("etcdstore: watching %q: %w", name, err)
+	}
+	if len(r.Kvs) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	ch := s.client.Watch(wctx, key, clientv3.WithRev(r.Header.Revision+1), clientv3.WithFilterPut())
+	for wr := range ch {
+		if err := wr.Err(); err != nil {
+			return nil
+		}
+		if len(wr.Events) > 0 {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration) error {
+	switch {
+	case s.err != nil:
+		return s.err
+	case ctx == nil:
+		return errors.New("etcdstore: nil context")
+	case name == "":
+		return errors.New("etcdstore: empty lock name")
+	case owner == "":
+		return errors.New("etcdstore: empty owner")
+	case ttl < 0:
+		return fmt.Errorf("etcdstore: negative TTL %v", ttl)
+	}
+	return ctx.Err()
+}
