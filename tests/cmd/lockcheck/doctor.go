@@ -43,8 +43,6 @@ type doctorOptions struct {
 const (
 	// defaultMaxSkew is the app/database clock difference doctor reports.
 	defaultMaxSkew = time.Second
-	// staleNoExpiry is how old a lease row without expiry may be.
-	staleNoExpiry = 24 * time.Hour
 	// poolerProbeTimeout bounds each statement of the pooler probe: a
 	// pooler with one server connection makes the probe wait for itself.
 	poolerProbeTimeout = 3 * time.Second
@@ -355,12 +353,9 @@ func clockSkew(ctx context.Context, db *sql.DB, kind string, max time.Duration) 
 var plainTable = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 // staleLeases reports rows of the lease table without expiry (expires_at
-// 0: NoExpiry) whose holder is likely gone. The table stores no
-// acquisition time, so "older than a day" is seen as the same row, with
-// the same fence, found on two reads a day apart; doctor can only say
-// how many such rows there are now, so it reports them all, and their
-// names are left to `SELECT lock_name, owner, fence FROM table WHERE
-// expires_at = 0`.
+// 0: NoExpiry). The table stores no acquisition time, so doctor cannot
+// tell a day-old row from a new one: it reports them all and says how to
+// look at them.
 func staleLeases(ctx context.Context, db *sql.DB, kind, table string) (*finding, error) {
 	if !plainTable.MatchString(table) {
 		return nil, fmt.Errorf("-lease-table %q: want a plain table name", table)
