@@ -59,14 +59,14 @@ func (l *Lease) observeRefresh(err *error) {
 	o.Observe(e)
 }
 
-// lostNow ends the lease's context with cause, reporting Lost when it
-// was still live. The caller holds l.state.
+// lostNow ends the lease's context with cause, reporting Lost first when
+// it was still live, so that the event comes before Done closes. The
+// caller holds l.state.
 func (l *Lease) lostNow(cause error) {
-	live := l.ctx.Err() == nil
-	l.cancel(cause)
-	if o := l.m.obs; o != nil && live {
+	if o := l.m.obs; o != nil && l.ctx.Err() == nil {
 		o.Observe(observe.Event{Mechanism: observe.Lease, Kind: observe.Lost, Name: l.name, Fence: l.fence, Err: cause})
 	}
+	l.cancel(cause)
 }
 
 // observeRelease reports a release that the store confirmed, or whose
