@@ -18,6 +18,7 @@ import (
 	"github.com/lockplugin/lockplugin/clauses"
 	"github.com/lockplugin/lockplugin/internal/fence"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/observe"
 	"github.com/lockplugin/lockplugin/version"
 )
 
@@ -33,6 +34,7 @@ type config struct {
 	allowOutsideTransaction bool
 	sqliteWriterLock        bool
 	strictVersion           bool
+	observer                observe.Observer // WithObserver: observe.go
 }
 
 // Option configures the plugin.
@@ -67,5 +69,8 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := version.Register(db, version.Config{Strict: p.cfg.strictVersion}); err != nil {
 		return err
 	}
-	return fence.Register(db) // fenced writes: fence.go
+	if err := fence.Register(db); err != nil { // fenced writes: fence.go
+		return err
+	}
+	return p.registerObserver(db) // observe.go
 }

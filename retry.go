@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin/internal/plugin"
+
 	"github.com/lockplugin/lockplugin/version"
 )
 
@@ -13,7 +15,11 @@ import (
 // transient concurrency errors (deadlock victim, serialization failure,
 // SQLite BUSY), at most attempts times in all; any other error returns at
 // once. fn must re-read what it changes through tx. db must not be inside a
-// transaction. See version.RetryOnConflict.
+// transaction. See version.RetryOnConflict. With an Observer
+// (WithObserver), each new attempt is reported as observe.Retried.
 func RetryOnConflict(ctx context.Context, db *gorm.DB, attempts int, fn func(tx *gorm.DB) error) error {
+	if o := plugin.Observer(db); o != nil && fn != nil {
+		fn = observeRetries(o, db, fn) // observe.go
+	}
 	return version.RetryOnConflict(ctx, db, attempts, fn)
 }

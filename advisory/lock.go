@@ -30,7 +30,8 @@ type Lock struct {
 	run     runner
 	release statement
 	held    *held
-	killDSN string // MySQL: how to reach the server outside the pool
+	killDSN string    // MySQL: how to reach the server outside the pool
+	obs     *observed // the plugin's Observer, if any: observe.go
 
 	mu   sync.Mutex
 	done bool
@@ -72,7 +73,7 @@ func (l *Lock) Name() string { return l.name }
 // of being pooled, so that ending the session frees the lock. A nil ctx is
 // taken as context.Background(). A second Release returns an error matching
 // ErrNotHeld.
-func (l *Lock) Release(ctx context.Context) error {
+func (l *Lock) Release(ctx context.Context) (released error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
@@ -80,6 +81,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	l.done = true
 	l.held.released.Store(true)
+	defer l.obs.released(l.name, &released)
 
 	if ctx == nil {
 		// Release anyway: a panic here would strand the lock's connection.
@@ -162,7 +164,7 @@ func acquire(ctx context.Context, db *gorm.DB, name string, opts []Option, detac
 			done()
 		}
 	}()
-	l, err := acquireJoined(ctx, db, name, opts, detach)
+	l, err := observeAcquire(db, name, opts, func() (*Lock, error) { return acquireJoined(ctx, db, name, opts, detach) })
 	return l, done, err
 }
 

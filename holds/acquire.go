@@ -59,6 +59,7 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 	if err != nil {
 		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, ctxError(ctx, err))
 	}
+	observeAcquired(db, res, h) // observe.go
 	return h, nil
 }
 

@@ -16,11 +16,12 @@ import (
 //
 // A hold returned by Acquire or ActiveFor remembers its holds table; a Table
 // option, needed only for a Hold built by hand, overrides it.
-func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) error {
+func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) (released error) {
 	c, err := holdCall(ctx, db, h, opts)
 	if err != nil {
 		return err
 	}
+	defer observeReleased(db, h, &released) // observe.go
 	defer c.done()
 	ctx, r := c.ctx, c.runner(c.pool)
 	var at sql.NullInt64

@@ -42,6 +42,7 @@ type Lease struct {
 	released bool
 
 	holdUntil time.Time // HoldAtLeast: Release keeps the name until then (hold.go)
+	heldAt    time.Time // when it was acquired, for an Observer (observe.go)
 }
 
 // newLease returns the handle of a lease the store granted to a call sent
@@ -118,7 +119,7 @@ func (l *Lease) extend(sent time.Time, ttl time.Duration) bool {
 	l.deadline = sent.Add(ttl - margin(ttl))
 	left := time.Until(l.deadline)
 	if left <= 0 {
-		l.cancel(l.expiredError())
+		l.lostNow(l.expiredError())
 		return false
 	}
 	if l.timer == nil {
@@ -141,7 +142,7 @@ func (l *Lease) expire() {
 		l.timer.Reset(left)
 		return
 	}
-	l.cancel(l.expiredError())
+	l.lostNow(l.expiredError())
 }
 
 func (l *Lease) expiredError() error {
@@ -152,7 +153,7 @@ func (l *Lease) expiredError() error {
 func (l *Lease) lose(cause error) {
 	l.state.Lock()
 	defer l.state.Unlock()
-	l.cancel(cause)
+	l.lostNow(cause)
 }
 
 // currentGrant returns the store's last Grant for the lease.
@@ -189,9 +190,10 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	return l.refresh(ctx, ttl)
 }
 
-func (l *Lease) refresh(ctx context.Context, ttl time.Duration) error {
+func (l *Lease) refresh(ctx context.Context, ttl time.Duration) (err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.observeRefresh(&err)
 	cur, deadline := l.ttlNow()
 	if ttl == 0 {
 		ttl = cur
@@ -247,7 +249,7 @@ func (l *Lease) refresh(ctx context.Context, ttl time.Duration) error {
 // the TTL frees the lease in any case. After Done closed for a lost lease
 // (deadline passed, or a refresh found it gone) Release still frees it if
 // the store has it, and returns that ErrLeaseLost cause.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *Lease) Release(ctx context.Context) (err error) {
 	if ctx == nil {
 		return errors.New("lease: nil context")
 	}
@@ -265,6 +267,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.cancel(errReleased) // the work is over: Done closes now
 	l.state.Unlock()
+	defer l.observeRelease(&err)
 	if left := time.Until(l.holdUntil); lost == nil && !l.holdUntil.IsZero() && left > 0 {
 		return l.hold(ctx, left) // HoldAtLeast: hold.go
 	}

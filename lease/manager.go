@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lockplugin/lockplugin/observe"
 )
 
 // MaxNameLength is the longest lock name, in bytes, that Manager accepts.
@@ -25,7 +27,8 @@ type Manager struct {
 	store       Store
 	poll        time.Duration
 	callTimeout time.Duration
-	err         error // an invalid ManagerOption, reported by every call
+	err         error            // an invalid ManagerOption, reported by every call
+	obs         observe.Observer // WithObserver: observe.go
 }
 
 // NewManager returns a Manager over store. Invalid options, and a nil
@@ -69,7 +72,7 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Le
 	if o.keepAlive > 0 {
 		return nil, errors.New("lease: KeepAlive applies to Do; refresh a Lease from Acquire with Lease.Refresh")
 	}
-	return m.acquire(ctx, name, o)
+	return m.observedAcquire(func() (*Lease, error) { return m.acquire(ctx, name, o) }, name, o)
 }
 
 // Do takes the lease on name, runs fn, and releases the lease, also when
@@ -105,7 +108,7 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	if !o.ttlSet && o.keepAlive == 0 {
 		o.keepAlive = DefaultTTL / 3
 	}
-	l, err := m.acquire(ctx, name, o)
+	l, err := m.observedAcquire(func() (*Lease, error) { return m.acquire(ctx, name, o) }, name, o)
 	if err != nil {
 		return err
 	}

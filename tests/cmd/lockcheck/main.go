@@ -164,6 +164,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "doctor" {
+		return runDoctor(ctx, args[1:], stdout, stderr) // doctor.go
+	}
+	if len(args) > 0 && args[0] == "who" {
+		return runWho(ctx, args[1:], stdout, stderr) // who.go
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/holds"
+	"github.com/lockplugin/lockplugin/lease/redisstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore"
+)
+
+// holding is one row of `lockcheck who`: something held now.
+type holding struct {
+	// Mechanism is "lease-table", "lease-redis", "hold" or "advisory".
+	Mechanism string `json:"mechanism"`
+	// Name is the lock name (a lease's stored name; "table/id" for a
+	// hold; for a PostgreSQL advisory lock, the name given with -name or
+	// "key:<bigint>").
+	Name string `json:"name"`
+	// Holder is the owner token, the hold's holder, or the session
+	// (pid/connection id, application, client address).
+	Holder string `json:"holder"`
+	// Fence is the lease's fencing token (0 for others).
+	Fence int64 `json:"fence,omitempty"`
+	// Expires is when it expires; empty for never (or not applicable).
+	Expires *time.Time `json:"expires,omitempty"`
+}
+
+type whoOptions struct {
+	dsn, redis, redisPrefix, leaseTable, holdsTable, force string
+	names                                                  stringList
+	json                                                   bool
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// runWho is `lockcheck who`: list who holds what, and -force-release a
+// lease. Exit 0, or 2 for bad flags or an unreachable server.
+func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o whoOptions
+	fs := flag.NewFlagSet("lockcheck who", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.dsn, "dsn", "", "database (as for lockcheck)")
+	fs.StringVar(&o.redis, "redis", "", "Redis address host:port of a lease store")
+	fs.StringVar(&o.redisPrefix, "redis-prefix", redisstore.DefaultPrefix, "the Redis store's key prefix")
+	fs.StringVar(&o.leaseTable, "lease-table", sqlstore.DefaultTable, "the table store's table")
+	fs.StringVar(&o.holdsTable, "holds-table", holds.DefaultTable, "the holds table")
+	fs.Var(&o.names, "name", "an advisory lock name to look for (repeatable): PostgreSQL keys are hashes, MySQL/MariaDB are asked IS_USED_LOCK")
+	fs.StringVar(&o.force, "force-release", "", "end the lease of this name whoever holds it, bumping its fence (table store with -dsn, Redis store with -redis)")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "Usage: lockcheck who [-dsn DSN] [-redis ADDR] [-name NAME]... [-force-release NAME] [-json]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "lockcheck who: %v\n", err)
+		return exitUsage
+	}
+	if o.dsn == "" && o.redis == "" {
+		fmt.Fprintln(stderr, "lockcheck who: give -dsn, -redis or both")
+		return exitUsage
+	}
+	rows, forced, err := who(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockcheck who: %s\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	if o.force != "" {
+		fmt.Fprintf(stderr, "lockcheck who: force-release %q: %s\n", o.force, map[bool]string{true: "ended a held lease (fence bumped)", false: "no held lease of that name"}[forced])
+	}
+	if o.json {
+		if rows == nil {
+			rows = []holding{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rows)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MECHANISM\tNAME\tHOLDER\tFENCE\tEXPIRES")
+	for _, r := range rows {
+		exp := "never"
+		if r.Expires != nil {
+			exp = r.Expires.UTC().Format(time.RFC3339Nano)
+		}
+		fence := ""
+		if r.Fence != 0 {
+			fence = strconv.FormatInt(r.Fence, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Mechanism, r.Name, r.Holder, fence, exp)
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+func who(ctx context.Context, o whoOptions) ([]holding, bool, error) {
+	var rows []holding
+	forced := false
+	if o.dsn != "" {
+		d, err := parseDSN(o.dsn)
+		if err != nil {
+			return nil, false, err
+		}
+		db, err := gorm.Open(d.dialector, &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			return nil, false, errors.New(d.redact(err.Error()))
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, false, err
+		}
+		defer sqlDB.Close()
+		if err := sqlDB.PingContext(ctx); err != nil {
+			return nil, false, fmt.Errorf("cannot reach %s at %s: %s", d.kind, d.shown, d.redact(err.Error()))
+		}
+		dia := dialects.Of(db)
+		if plainTable.MatchString(o.leaseTable) && tableExists(ctx, sqlDB, o.leaseTable) {
+			s, err := sqlstore.New(db, sqlstore.Table(o.leaseTable), sqlstore.CreateTable(false))
+			if err != nil {
+				return nil, false, err
+			}
+			if o.force != "" {
+				if forced, err = s.ForceRelease(ctx, o.force); err != nil {
+					return nil, false, err
+				}
+			}
+			ls, err := s.Leases(ctx)
+			if err != nil {
+				return nil, false, err
+			}
+			for _, l := range ls {
+				rows = append(rows, holding{Mechanism: "lease-table", Name: l.Name, Holder: l.Owner, Fence: l.Fence, Expires: timePtr(l.ExpiresAt)})
+			}
+		}
+		if plainTable.MatchString(o.holdsTable) && tableExists(ctx, sqlDB, o.holdsTable) {
+			hs, err := activeHolds(ctx, sqlDB, dia, o.holdsTable)
+			if err != nil {
+				return nil, false, err
+			}
+			rows = append(rows, hs...)
+		}
+		as, err := advisoryHolders(ctx, sqlDB, dia, o.names)
+		if err != nil {
+			return nil, false, err
+		}
+		rows = append(rows, as...)
+	}
+	if o.redis != "" {
+		c := redis.NewClient(&redis.Options{Addr: o.redis, DialTimeout: connectTimeout})
+		defer c.Close()
+		s := redisstore.New(c, redisstore.Prefix(o.redisPrefix))
+		if o.force != "" && !forced {
+			f, err := s.ForceRelease(ctx, o.force)
+			if err != nil {
+				return nil, false, err
+			}
+			forced = f
+		}
+		ls, err := s.Leases(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, l := range ls {
+			rows = append(rows, holding{Mechanism: "lease-redis", Name: l.Name, Holder: l.Owner, Fence: l.Fence, Expires: timePtr(l.ExpiresAt)})
+		}
+	}
+	return rows, forced, nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// tableExists tells whether a plain-named table can be read.
+func tableExists(ctx context.Context, db *sql.DB, table string) bool {
+	rows, err := db.QueryContext(ctx, "SELECT 1 FROM "+table+" WHERE 1 = 0")
+	if err != nil {
+		return false
+	}
+	_ = rows.Close()
+	return true
+}
+
+// activeHolds reads the holds table directly (its columns are package
+// holds' documented schema): holds neither released nor expired by the
+// database clock.
+func activeHolds(ctx context.Context, db *sql.DB, d dialects.Dialect, table string) ([]holding, error) {
+	rows, err := db.QueryContext(ctx, "SELECT resource_type, resource_id, holder, expires_at FROM "+table+
+		" WHERE released_at IS NULL AND (expires_at IS NULL OR expires_at > "+d.NowMillisSQL()+") ORDER BY resource_type, resource_id, id")
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", table, err)
+	}
+	defer rows.Close()
+	var out []holding
+	for rows.Next() {
+		var typ, id, holder string
+		var exp sql.NullInt64
+		if err := rows.Scan(&typ, &id, &holder, &exp); err != nil {
+			return nil, err
+		}
+		h := holding{Mechanism: "hold", Name: typ + "/" + id, Holder: holder}
+		if exp.Valid {
+			t := time.UnixMilli(exp.Int64)
+			h.Expires = &t
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// advisoryHolders lists session advisory locks: every one in the current
+// database on PostgreSQL (pg_locks; a key that matches a -name shows
+// that name), and on MySQL/MariaDB the -name locks IS_USED_LOCK says are
+// held (GET_LOCK locks cannot be listed without performance_schema).
+func advisoryHolders(ctx context.Context, db *sql.DB, d dialects.Dialect, names []string) ([]holding, error) {
+	switch {
+	case d.Kind == dialects.Postgres:
+		byKey := map[int64]string{}
+		for _, n := range names {
+			byKey[advisory.PostgresKey(n)] = n
+		}
+		rows, err := db.QueryContext(ctx, `SELECT (l.classid::bigint << 32) | l.objid::bigint, l.pid, COALESCE(a.application_name, ''), COALESCE(host(a.client_addr), 'local')
+FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+ORDER BY 1, 2`)
+		if err != nil {
+			return nil, fmt.Errorf("reading pg_locks: %w", err)
+		}
+		defer rows.Close()
+		var out []holding
+		for rows.Next() {
+			var key, pid int64
+			var app, addr string
+			if err := rows.Scan(&key, &pid, &app, &addr); err != nil {
+				return nil, err
+			}
+			name, ok := byKey[key]
+			if !ok {
+				name = "key:" + strconv.FormatInt(key, 10)
+			}
+			out = append(out, holding{Mechanism: "advisory", Name: name, Holder: fmt.Sprintf("pid %d (%s %s)", pid, app, addr)})
+		}
+		return out, rows.Err()
+	case d.IsMySQLFamily():
+		var out []holding
+		for _, n := range names {
+			var id sql.NullInt64
+			if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", n).Scan(&id); err != nil {
+				return nil, fmt.Errorf("IS_USED_LOCK: %w", err)
+			}
+			if id.Valid {
+				out = append(out, holding{Mechanism: "advisory", Name: n, Holder: fmt.Sprintf("connection %d", id.Int64)})
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
+}
