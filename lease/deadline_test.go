@@ -157,6 +157,40 @@ func TestLostReleaseReplyIsNotLeaseLost(t *testing.T) {
 	}
 }
 
+// TestReleaseCalledAgainAfterALostReply: the first Release's only attempt
+// freed the lease but its reply never came (the call ran out of its
+// CallTimeout); the caller calls Release again, as its doc invites, and the
+// store answers "not held". That is the first attempt's doing, sent in
+// time: nil, not ErrLeaseLost.
+func TestReleaseCalledAgainAfterALostReply(t *testing.T) {
+	ctx := context.Background()
+	s := newMem()
+	var calls atomic.Int64
+	stuck := make(chan struct{})
+	defer close(stuck)
+	s.releaseHook = func(string) error {
+		if calls.Add(1) == 1 {
+			hang(stuck) // applied below only after the caller gave up
+		}
+		return nil
+	}
+	m := lease.NewManager(s, lease.CallTimeout(30*time.Millisecond))
+	l, err := m.Acquire(ctx, "again", lease.TTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, lease.ErrStoreTimeout) {
+		t.Fatalf("first Release against a hanging store: %v, want ErrStoreTimeout", err)
+	}
+	// What the hanging attempt did once it reached the store.
+	if _, err := s.Release(ctx, "again", l.Owner()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release called again after a lost reply: %v, want nil", err)
+	}
+}
+
 // TestHangingStoreIsBounded: a store whose Acquire hangs ignoring its
 // context; Do returns at the context's deadline with ErrStoreTimeout, not
 // ErrNotAcquired, and the Manager releases under the owner token once the

@@ -40,6 +40,10 @@ type Lease struct {
 	deadline time.Time // zero: no expiry
 	timer    *time.Timer
 	released bool
+	// releaseUnknown: a Release attempt sent before the safety deadline
+	// got no answer, so it may have freed the lease; a later Release's
+	// "not held" then means it did (guarded by mu, as Release runs).
+	releaseUnknown bool
 
 	holdUntil time.Time // HoldAtLeast: Release keeps the name until then (hold.go)
 	heldAt    time.Time // when it was acquired, for an Observer (observe.go)
@@ -273,7 +277,9 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	}
 
 	bound := time.Now().Add(l.m.callTimeout)
-	unknownInTime := false // an attempt sent before the deadline may have freed it
+	// An attempt sent before the deadline, by this call or an earlier
+	// one that returned an error, may have freed it.
+	unknownInTime := l.releaseUnknown
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
@@ -303,6 +309,7 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 		lastErr = err
 		if lost == nil && (deadline.IsZero() || sent.Before(deadline)) {
 			unknownInTime = true
+			l.releaseUnknown = true
 		}
 		wait := time.Duration(10<<min(attempt, 4)) * time.Millisecond
 		wait = wait/2 + rand.N(wait)

@@ -159,7 +159,7 @@ func TestEtcdLeaderKills(t *testing.T) {
 		defer close(done)
 		h.run(ms, name, stop, lease.TTL(2*time.Second), lease.KeepAlive(500*time.Millisecond), lease.Wait(20*time.Second))
 	}()
-	const kills = 5
+	const kills = 10
 	heldAtKill := 0
 	var slowest time.Duration
 	for i := range kills {
