@@ -46,6 +46,10 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
 	} else if len(dest) == 0 {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
+	} else if st.read != "" {
+		if _, err = r.q.ExecContext(ctx, st.sql, args...); err == nil {
+			err = r.q.QueryRowContext(ctx, st.read).Scan(dest...)
+		}
 	} else {
 		err = r.q.QueryRowContext(ctx, st.sql, args...).Scan(dest...)
 	}

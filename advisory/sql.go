@@ -23,6 +23,9 @@ import (
 type statement struct {
 	sql  string
 	args []any
+	// read, when set, is a constant query sent after sql on the same
+	// connection whose row is the statement's answer (TiDB, see tidb.go).
+	read string
 }
 
 // outParam marks an Oracle OUT bind in a statement's args.
@@ -90,6 +93,9 @@ func sessionPlan(d dialects.Dialect, name string, w wait) (session, error) {
 		}
 		return session{steps: steps, release: pgUnlock(key)}, nil
 	case dialects.MySQL, dialects.MariaDB:
+		if d.Engine == dialects.TiDB {
+			return tidbSession(name, w), nil
+		}
 		if w.tryOnce() {
 			return session{steps: []statement{myTry(name)}, release: myUnlock(name)}, nil
 		}
