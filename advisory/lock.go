@@ -395,6 +395,10 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 				if ctx.Err() != nil {
 					l.killWait(ctx, pool, id)
 				}
+				if dialects.IsTiDBLockRetryLimit(err) && ctx.Err() == nil && l.clear(ctx) == nil {
+					got = sql.NullInt64{Valid: true} // gave up: wait again if time is left
+					continue
+				}
 				return doubtful(err)
 			}
 			if !got.Valid && ctx.Err() != nil {

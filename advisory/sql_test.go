@@ -52,11 +52,11 @@ func TestSessionPlanExactSQL(t *testing.T) {
 		// waits of at most an hour.
 		{"mysql", "8.0.11-TiDB-v8.4.0", forever(),
 			[]statement{
-				{sql: "SET @lockplugin_got = GET_LOCK(?, 0), @lockplugin_id = CONNECTION_ID()", args: []any{"adv-job"}, read: "SELECT @lockplugin_got, @lockplugin_id"},
+				{sql: "SET @lockplugin_got = GET_LOCK(?, 0), @lockplugin_id = CONNECTION_ID()", args: []any{"adv-job"}, read: "SELECT @lockplugin_got, @lockplugin_id", guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0, CONNECTION_ID()"},
 				{sql: "SET @lockplugin_got = GET_LOCK(?, ?)", args: []any{"adv-job", int64(3600)}, read: "SELECT @lockplugin_got"}},
 			statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
 		{"mysql", "8.0.11-TiDB-v8.4.0", upTo(0),
-			[]statement{{sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
+			[]statement{{sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got", guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0"}},
 			statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
 		{"mysql", "8.0.36", upTo(0),
 			[]statement{{sql: "SELECT GET_LOCK(?, 0)", args: []any{"adv-job"}}},

@@ -13,20 +13,32 @@ import (
 // for the second, empty, release). An assignment is evaluated once, so each
 // statement assigns the function's answer to a session variable with SET
 // and a second, constant, statement reads it back on the same connection.
-// TiDB also clamps GET_LOCK's timeout to 1-3600 s, so a try waits up to a
-// second and a longer wait is made of waits of at most an hour.
+// TiDB also clamps GET_LOCK's timeout to 1-3600 s, so a try asks
+// IS_FREE_LOCK first (a read, harmless to evaluate twice) and a longer wait is made of waits of at most an hour.
+// Under contention TiDB's GET_LOCK can fail with 1105 "pessimistic lock
+// retry limit reached" (its locks are rows of an internal table): the wait
+// is then cleared and asked again while it has time left.
 
 // tidbMaxWait is the longest wait TiDB's GET_LOCK takes, in seconds.
 const tidbMaxWait = 3600
 
+// tidbTry asks IS_FREE_LOCK first, in a statement of its own:
+// GET_LOCK(?, 0) waits a second for a held name, and TiDB's IF() does not
+// spare its other branch (measured: SET @g = IF(IS_FREE_LOCK(?) = 1,
+// GET_LOCK(?, 0), 0) on a held name took 2 s). Only a name taken between
+// the two statements costs the try its second.
 func tidbTry(name string) statement {
-	return statement{sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{name}, read: "SELECT @lockplugin_got"}
+	return statement{
+		sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{name}, read: "SELECT @lockplugin_got",
+		guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0",
+	}
 }
 
 func tidbTryWithID(name string) statement {
 	return statement{
 		sql:  "SET @lockplugin_got = GET_LOCK(?, 0), @lockplugin_id = CONNECTION_ID()",
 		args: []any{name}, read: "SELECT @lockplugin_got, @lockplugin_id",
+		guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0, CONNECTION_ID()",
 	}
 }
 

@@ -16,16 +16,22 @@ var tidbReasons = map[Feature]string{
 	SkipLocked:       "TiDB accepts SKIP LOCKED and ignores it: it takes no lock and returns rows that others hold, so two workers would claim the same row",
 	QueueClaim:       "Claim needs SKIP LOCKED, which TiDB ignores (2 workers claimed 180 extra jobs of 200 with it)",
 	AdvisoryXactLock: "TiDB, like MySQL, has no transaction-scoped named lock",
-	// The statements of advisory/tidb.go are evaluated once, but the
-	// conformance suite still fails on TiDB v8.4.0: GET_LOCK raises 1105
-	// "pessimistic lock retry limit reached" under 8 waiters, a try
-	// waits 1 s (TiDB's least timeout), and a killed or cancelled wait
-	// is not cleared as on MySQL. Refused until those pass.
-	AdvisoryLock: "TiDB's GET_LOCK fails under contention (error 1105, pessimistic lock retry limit reached, with 8 waiters) and cannot try without waiting (timeouts clamped to 1-3600 s); use a lease on Redis or a row lock",
-	// The table store's statements run on TiDB, but TestDoExclusive (8
-	// workers, one name) reports a lease lost: a release under contention
-	// answered "not held". Refused until found and fixed.
-	LeaseTable: "the lease table store's release answers \"not held\" under contention on TiDB (lockplugin's TestDoExclusive: a lease reported lost with 8 workers); use the Redis or local store",
+	// advisory/tidb.go's statements assign GET_LOCK's answer with SET,
+	// which TiDB evaluates once (a prepared SELECT GET_LOCK is evaluated
+	// twice, leaving the name held twice), and survive 1105 under 8
+	// waiters. The suite still fails on TiDB v8.4.0: a prepared
+	// SELECT IS_FREE_LOCK(?) did not report a held name as held, a GET_LOCK
+	// that times out takes twice its timeout, and the cancelled-wait
+	// race let fn run without the lock once. Refused until it passes.
+	AdvisoryLock: "TiDB's GET_LOCK is not reliable through prepared statements (a prepared SELECT GET_LOCK is evaluated twice and holds the name twice; a prepared IS_FREE_LOCK does not report a held name as held; a timed-out wait takes twice its timeout), and fails under contention (1105); use a row lock, or a lease on Redis",
+	// The table store reads the fence an UPDATE took from the OK
+	// packet's insert id (LAST_INSERT_ID(expr)). TiDB retries a
+	// pessimistic autocommit statement that met a write conflict, and the
+	// insert id set by the attempt it threw away survives a retry that
+	// matched no row: 8 workers on one name, 375 acquires reported
+	// granted, 110 of them while another owner held the lease (102
+	// overlaps). Refused until the store reads the row it wrote instead.
+	LeaseTable: "TiDB retries a conflicting UPDATE and keeps the insert id of the attempt it discarded, so the table store would report leases granted that another owner holds (110 of 375 acquires with 8 workers); use the Redis or local store",
 }
 
 // engineReason says why an engine's rows leave f out.

@@ -110,6 +110,16 @@ func holder(t testing.TB, tg *testdb.Target, name string) int64 {
 	return id.Int64
 }
 
+// userLockWait is the PROCESSLIST condition of a thread waiting in
+// GET_LOCK: state "User lock" on MySQL and MariaDB; on TiDB, which shows no
+// such state, the statement advisory sends to wait (advisory/tidb.go).
+func userLockWait(tg *testdb.Target) string {
+	if tg.Dialect.Engine == dialects.TiDB {
+		return "COMMAND = 'Query' AND INFO LIKE 'SET @lockplugin_got = GET_LOCK(%'"
+	}
+	return "STATE = 'User lock'"
+}
+
 // waiting counts the sessions waiting for name. MySQL and MariaDB do not
 // say which lock a thread waits for, so there it counts the threads in
 // "User lock" whose default database is waiterDB (see waiterPool).
@@ -123,7 +133,7 @@ func waiting(t testing.TB, tg *testdb.Target, name string) int {
 		err = tg.Plain.Raw(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
 			AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1`, k>>32, k&0xffffffff).Scan(&n).Error
 	case dialects.MySQL, dialects.MariaDB:
-		err = tg.Plain.Raw("SELECT count(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND DB = ?", waiterDB).Scan(&n).Error
+		err = tg.Plain.Raw("SELECT count(*) FROM information_schema.PROCESSLIST WHERE "+userLockWait(tg)+" AND DB = ?", waiterDB).Scan(&n).Error
 	case dialects.SQLServer:
 		err = tg.Plain.Raw("SELECT count(*) FROM sys.dm_tran_locks WHERE resource_type = 'APPLICATION' AND request_status = 'WAIT'").Scan(&n).Error
 	}
