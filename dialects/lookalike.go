@@ -20,8 +20,8 @@ var lookalikeRules = []rule{
 }
 
 var cockroachReasons = map[Feature]string{
-	AdvisoryLock:     "CockroachDB's pg_advisory_lock functions are stubs that always succeed and lock nothing; use a lease (lease/sqlstore) instead",
-	AdvisoryXactLock: "CockroachDB's pg_advisory_xact_lock is a stub that always succeeds and locks nothing; use a lease (lease/sqlstore) instead",
+	AdvisoryLock:     "CockroachDB's pg_advisory_lock functions are stubs that always succeed and lock nothing; use a row lock (ForUpdate) or a lease on Redis instead",
+	AdvisoryXactLock: "CockroachDB's pg_advisory_xact_lock is a stub that always succeeds and locks nothing; use a row lock (ForUpdate) or a lease on Redis instead",
 	ForShare:         "CockroachDB ignores FOR SHARE under SERIALIZABLE (its default) unless enable_shared_locking_for_serializable is set; use ForUpdate",
 	SkipLocked:       "SKIP LOCKED on CockroachDB is not verified by lockplugin (it came in 23.1, and skips intents only in some cases)",
 	QueueClaim:       "Claim needs SKIP LOCKED, which lockplugin has not verified on CockroachDB",
@@ -29,6 +29,6 @@ var cockroachReasons = map[Feature]string{
 }
 
 var yugabyteReasons = map[Feature]string{
-	AdvisoryLock:     "YugabyteDB has no advisory locks before 2025.1, and lockplugin has not verified them since; use a lease (lease/sqlstore) instead",
+	AdvisoryLock:     "YugabyteDB has no advisory locks before 2025.1, and lockplugin has not verified them since; use a row lock (ForUpdate) or a lease on Redis instead",
 	AdvisoryXactLock: "YugabyteDB has no advisory locks before 2025.1, and lockplugin has not verified them since",
 }
