@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
 )
 
@@ -138,6 +139,13 @@ func claimDB(t testHelper, name, version string, rows [][]driver.Value) (*gorm.D
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if version == "" {
+		// What the server would answer to the version query that
+		// dialects.Of sends once per pool; the recorder answers only
+		// the statements under test.
+		dialects.AssumeServerVersion(db, "PostgreSQL 16.4")
+		t.Cleanup(func() { dialects.Forget(db) })
 	}
 	if err := db.Use(lockplugin.New()); err != nil {
 		t.Fatal(err)
@@ -318,6 +326,11 @@ func TestClaimRefused(t *testing.T) {
 			return err
 		},
 			lockplugin.ErrUnsupported, "needs MariaDB 10.6.0 or later"},
+		{"mysql", "8.0.11-TiDB-v8.4.0", func(db *gorm.DB) error {
+			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
+			return err
+		},
+			lockplugin.ErrUnsupported, "queue claim is not supported on TiDB 8.4.0 (Claim needs SKIP LOCKED, which TiDB ignores"},
 		{"clickhouse", "", func(db *gorm.DB) error {
 			_, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
 			return err

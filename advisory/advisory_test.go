@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/lockplugin/lockplugin/dialects"
 )
 
 const (
@@ -548,5 +550,38 @@ func TestPostgresRetryDoesNotStack(t *testing.T) {
 	}
 	if holds != 0 {
 		t.Fatalf("%d holds left after With (statements %q)", holds, f.statements())
+	}
+}
+
+// A PostgreSQL dialector over CockroachDB or YugabyteDB: the server's
+// version() tells them apart, and advisory locks are refused before any
+// lock statement (CockroachDB's pg_advisory_lock is a stub that locks
+// nothing). The only statement sent is the one version query of the pool.
+func TestLookalikeRefusesAdvisoryLocks(t *testing.T) {
+	for _, version := range []string{
+		"CockroachDB CCL v23.2.4 (x86_64-pc-linux-gnu, built 2024/04/08 16:21:58, go1.21.9)",
+		"PostgreSQL 11.2-YB-2.20.1.0-b0 on x86_64-pc-linux-gnu, compiled by clang version 16.0.6",
+	} {
+		f := &fakeDB{answer: func(c call) ([]driver.Value, error) {
+			if c.sql == "SELECT version()" {
+				return []driver.Value{version}, nil
+			}
+			return []driver.Value{true}, nil
+		}}
+		db := openFake(t, "postgres", "", f)
+		dialects.Forget(db) // ask the fake server, not openFake's assumption
+		ran := false
+		err := With(context.Background(), db, "adv-job", func(*gorm.DB) error { ran = true; return nil })
+		if !errors.Is(err, ErrUnsupported) || ran {
+			t.Fatalf("%s: With = %v, fn ran %v; want ErrUnsupported and fn not run", version, err, ran)
+		}
+		_, err = Acquire(context.Background(), db, "adv-job")
+		if !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("%s: Acquire = %v", version, err)
+		}
+		if got := f.statements(); len(got) != 1 || got[0] != "SELECT version()" {
+			t.Fatalf("%s: sent %q, want only the version query", version, got)
+		}
+		t.Logf("%s: %v", version[:20], err)
 	}
 }

@@ -46,11 +46,31 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
 	} else if len(dest) == 0 {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
+	} else if st.read != "" {
+		err = r.assigned(ctx, st, dest)
 	} else {
 		err = r.q.QueryRowContext(ctx, st.sql, args...).Scan(dest...)
 	}
 	r.trace(ctx, begin, st, err)
 	return err
+}
+
+// assigned runs a statement that assigns its answer (TiDB, see tidb.go):
+// the guard, then sql, then read.
+func (r runner) assigned(ctx context.Context, st statement, dest []any) error {
+	if st.guard != "" {
+		var free sql.NullInt64
+		if err := r.q.QueryRowContext(ctx, st.guard, st.args[0]).Scan(&free); err != nil {
+			return err
+		}
+		if free.Valid && free.Int64 == 0 {
+			return r.q.QueryRowContext(ctx, st.held).Scan(dest...)
+		}
+	}
+	if _, err := r.q.ExecContext(ctx, st.sql, st.args...); err != nil {
+		return err
+	}
+	return r.q.QueryRowContext(ctx, st.read).Scan(dest...)
 }
 
 func (r runner) trace(ctx context.Context, begin time.Time, st statement, err error) {

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
 )
 
@@ -205,6 +206,12 @@ func openFake(t *testing.T, name, version string, f *fakeDB) *gorm.DB {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if version == "" && name == "postgres" {
+		// The fake answers only the statements under test, so the
+		// version query dialects.Of would send is answered here.
+		dialects.AssumeServerVersion(db, "PostgreSQL 16.4")
+		t.Cleanup(func() { dialects.Forget(db) })
 	}
 	return db
 }

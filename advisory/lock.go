@@ -391,15 +391,23 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 		if err := l.run.query(ctx, steps[0], &got, &id); err != nil {
 			return doubtful(err)
 		}
-		if got.Valid && got.Int64 == 0 {
-			if err := l.run.query(ctx, steps[1], &got); err != nil {
+		started := time.Now()
+		for st, more := steps[1], got.Valid && got.Int64 == 0; more; st, more = waitMore(l.dialect, l.name, w, started) {
+			if err := l.run.query(ctx, st, &got); err != nil {
 				if ctx.Err() != nil {
 					l.killWait(ctx, pool, id)
+				}
+				if dialects.IsTiDBLockRetryLimit(err) && ctx.Err() == nil && l.clear(ctx) == nil {
+					got = sql.NullInt64{Valid: true} // gave up: wait again if time is left
+					continue
 				}
 				return doubtful(err)
 			}
 			if !got.Valid && ctx.Err() != nil {
 				return doubtful(ctx.Err())
+			}
+			if !got.Valid || got.Int64 != 0 {
+				break
 			}
 		}
 		return getLockAnswer(got)

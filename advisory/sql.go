@@ -23,6 +23,13 @@ import (
 type statement struct {
 	sql  string
 	args []any
+	// read, when set, is a constant query sent after sql on the same
+	// connection whose row is the statement's answer (TiDB, see tidb.go).
+	read string
+	// guard, when set, is a read-only query of the first arg sent first:
+	// when it answers 0 the name is held, sql is not sent, and held (a
+	// constant query) gives the answer instead.
+	guard, held string
 }
 
 // outParam marks an Oracle OUT bind in a statement's args.
@@ -90,6 +97,9 @@ func sessionPlan(d dialects.Dialect, name string, w wait) (session, error) {
 		}
 		return session{steps: steps, release: pgUnlock(key)}, nil
 	case dialects.MySQL, dialects.MariaDB:
+		if d.Engine == dialects.TiDB {
+			return tidbSession(name, w), nil
+		}
 		if w.tryOnce() {
 			return session{steps: []statement{myTry(name)}, release: myUnlock(name)}, nil
 		}

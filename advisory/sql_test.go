@@ -34,46 +34,56 @@ func TestSessionPlanExactSQL(t *testing.T) {
 		release     statement
 	}{
 		{"postgres", "", forever(),
-			[]statement{{"SELECT pg_advisory_lock($1)", []any{key}}, {"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", []any{key, "0"}}},
-			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+			[]statement{{sql: "SELECT pg_advisory_lock($1)", args: []any{key}}, {sql: "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", args: []any{key, "0"}}},
+			statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}},
 		{"postgres", "", upTo(0),
-			[]statement{{"SELECT pg_try_advisory_lock($1)", []any{key}}},
-			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+			[]statement{{sql: "SELECT pg_try_advisory_lock($1)", args: []any{key}}},
+			statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}},
 		{"postgres", "", upTo(300 * time.Millisecond),
-			[]statement{{"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", []any{key, "300ms"}}},
-			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+			[]statement{{sql: "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", args: []any{key, "300ms"}}},
+			statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}},
 		{"postgres", "", upTo(time.Microsecond),
-			[]statement{{"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", []any{key, "1ms"}}},
-			statement{"SELECT pg_advisory_unlock($1)", []any{key}}},
+			[]statement{{sql: "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t", args: []any{key, "1ms"}}},
+			statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}},
 		{"mysql", "10.11.6-MariaDB", forever(),
-			[]statement{{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{"adv-job"}}, {"SELECT GET_LOCK(?, ?)", []any{"adv-job", int64(365 * 24 * 3600)}}},
-			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+			[]statement{{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{"adv-job"}}, {sql: "SELECT GET_LOCK(?, ?)", args: []any{"adv-job", int64(365 * 24 * 3600)}}},
+			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},
+		// TiDB: assignments, each read back by a constant SELECT, and
+		// waits of at most an hour.
+		{"mysql", "8.0.11-TiDB-v8.4.0", forever(),
+			[]statement{
+				{sql: "SET @lockplugin_got = GET_LOCK(?, 0), @lockplugin_id = CONNECTION_ID()", args: []any{"adv-job"}, read: "SELECT @lockplugin_got, @lockplugin_id", guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0, CONNECTION_ID()"},
+				{sql: "SET @lockplugin_got = GET_LOCK(?, ?)", args: []any{"adv-job", int64(3600)}, read: "SELECT @lockplugin_got"}},
+			statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
+		{"mysql", "8.0.11-TiDB-v8.4.0", upTo(0),
+			[]statement{{sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got", guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0"}},
+			statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
 		{"mysql", "8.0.36", upTo(0),
-			[]statement{{"SELECT GET_LOCK(?, 0)", []any{"adv-job"}}},
-			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+			[]statement{{sql: "SELECT GET_LOCK(?, 0)", args: []any{"adv-job"}}},
+			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},
 		{"mysql", "8.0.36", upTo(300 * time.Millisecond), // rounds up, never down
-			[]statement{{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{"adv-job"}}, {"SELECT GET_LOCK(?, ?)", []any{"adv-job", int64(1)}}},
-			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+			[]statement{{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{"adv-job"}}, {sql: "SELECT GET_LOCK(?, ?)", args: []any{"adv-job", int64(1)}}},
+			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},
 		{"mysql", "8.0.36", upTo(2*time.Second + time.Nanosecond),
-			[]statement{{"SELECT GET_LOCK(?, 0), CONNECTION_ID()", []any{"adv-job"}}, {"SELECT GET_LOCK(?, ?)", []any{"adv-job", int64(3)}}},
-			statement{"SELECT RELEASE_LOCK(?)", []any{"adv-job"}}},
+			[]statement{{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{"adv-job"}}, {sql: "SELECT GET_LOCK(?, ?)", args: []any{"adv-job", int64(3)}}},
+			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},
 		{"sqlserver", "", forever(),
-			[]statement{{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(-1)}}},
-			statement{"DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", []any{"adv-job"}}},
+			[]statement{{sql: "DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", args: []any{"adv-job", int64(-1)}}},
+			statement{sql: "DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", args: []any{"adv-job"}}},
 		{"sqlserver", "", upTo(0),
-			[]statement{{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(0)}}},
-			statement{"DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", []any{"adv-job"}}},
+			[]statement{{sql: "DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", args: []any{"adv-job", int64(0)}}},
+			statement{sql: "DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", args: []any{"adv-job"}}},
 		{"sqlserver", "", upTo(1500*time.Millisecond + time.Microsecond),
-			[]statement{{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(1501)}}},
-			statement{"DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", []any{"adv-job"}}},
+			[]statement{{sql: "DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2; SELECT @result", args: []any{"adv-job", int64(1501)}}},
+			statement{sql: "DECLARE @result int; EXEC @result = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session'; SELECT @result", args: []any{"adv-job"}}},
 		{"oracle", "", forever(),
-			[]statement{{"DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", []any{"adv-job", outParam{}, outParam{}, int64(32767)}}},
+			[]statement{{sql: "DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", args: []any{"adv-job", outParam{}, outParam{}, int64(32767)}}},
 			statement{}},
 		{"oracle", "", upTo(0),
-			[]statement{{"DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", []any{"adv-job", outParam{}, outParam{}, int64(0)}}},
+			[]statement{{sql: "DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", args: []any{"adv-job", outParam{}, outParam{}, int64(0)}}},
 			statement{}},
 		{"oracle", "", upTo(100 * time.Hour), // stays below MAXWAIT, which means forever
-			[]statement{{"DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", []any{"adv-job", outParam{}, outParam{}, int64(32766)}}},
+			[]statement{{sql: "DECLARE handle VARCHAR2(128); BEGIN DBMS_LOCK.ALLOCATE_UNIQUE(lockname => :1, lockhandle => handle); :2 := handle; :3 := DBMS_LOCK.REQUEST(lockhandle => handle, lockmode => DBMS_LOCK.X_MODE, timeout => :4, release_on_commit => FALSE); END;", args: []any{"adv-job", outParam{}, outParam{}, int64(32766)}}},
 			statement{}},
 	}
 	for _, tc := range tests {
@@ -89,7 +99,7 @@ func TestSessionPlanExactSQL(t *testing.T) {
 			t.Errorf("%s %+v: release\n got %#v\nwant %#v", d, tc.w, got.release, tc.release)
 		}
 	}
-	if got, want := oracleRelease("10737418241073741824187"), (statement{"BEGIN :1 := DBMS_LOCK.RELEASE(lockhandle => :2); END;", []any{outParam{}, "10737418241073741824187"}}); !reflect.DeepEqual(got, want) {
+	if got, want := oracleRelease("10737418241073741824187"), (statement{sql: "BEGIN :1 := DBMS_LOCK.RELEASE(lockhandle => :2); END;", args: []any{outParam{}, "10737418241073741824187"}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("oracle release\n got %#v\nwant %#v", got, want)
 	}
 	if got, want := myKill(42), (statement{sql: "KILL QUERY 42"}); !reflect.DeepEqual(got, want) {
@@ -108,11 +118,11 @@ func TestXactPlanExactSQL(t *testing.T) {
 		w    wait
 		want statement
 	}{
-		{"postgres", forever(), statement{pgWait, []any{key, "0"}}},
-		{"postgres", upTo(0), statement{"SELECT pg_try_advisory_xact_lock($1)", []any{key}}},
-		{"postgres", upTo(2 * time.Second), statement{pgWait, []any{key, "2000ms"}}},
-		{"sqlserver", forever(), statement{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(-1)}}},
-		{"sqlserver", upTo(250 * time.Millisecond), statement{"DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @p2; SELECT @result", []any{"adv-job", int64(250)}}},
+		{"postgres", forever(), statement{sql: pgWait, args: []any{key, "0"}}},
+		{"postgres", upTo(0), statement{sql: "SELECT pg_try_advisory_xact_lock($1)", args: []any{key}}},
+		{"postgres", upTo(2 * time.Second), statement{sql: pgWait, args: []any{key, "2000ms"}}},
+		{"sqlserver", forever(), statement{sql: "DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @p2; SELECT @result", args: []any{"adv-job", int64(-1)}}},
+		{"sqlserver", upTo(250 * time.Millisecond), statement{sql: "DECLARE @result int; EXEC @result = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @p2; SELECT @result", args: []any{"adv-job", int64(250)}}},
 	}
 	for _, tc := range tests {
 		d := dialectOf(t, tc.db, "")

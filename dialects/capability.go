@@ -41,6 +41,7 @@ const (
 // version never satisfies it.
 type rule struct {
 	kind    Kind
+	engine  Engine // the look-alike this row is for; NoEngine for Kind itself
 	feature Feature
 	since   *[3]int
 	note    string
@@ -126,21 +127,25 @@ func (d Dialect) Supports(f Feature) bool {
 }
 
 func (d Dialect) rule(f Feature) (rule, bool) {
-	r, ok := ruleIndex[ruleKey{d.Kind, f}]
+	r, ok := ruleIndex[ruleKey{d.Kind, d.Engine, f}]
 	return r, ok
 }
 
+// ruleKey finds an engine's rows apart from its protocol's: an engine never
+// inherits a row of its Kind.
 type ruleKey struct {
 	kind    Kind
+	engine  Engine
 	feature Feature
 }
 
 // ruleIndex is rules keyed for lookup: lock checks run on every locking
 // query, and a scan of the whole matrix each time showed in the render cost.
 var ruleIndex = func() map[ruleKey]rule {
-	m := make(map[ruleKey]rule, len(rules))
-	for _, r := range rules {
-		m[ruleKey{r.kind, r.feature}] = r
+	all := append(append(append([]rule(nil), rules...), tidbRules...), lookalikeRules...)
+	m := make(map[ruleKey]rule, len(all))
+	for _, r := range all {
+		m[ruleKey{r.kind, r.engine, r.feature}] = r
 	}
 	return m
 }()
@@ -160,10 +165,15 @@ func (d Dialect) Require(f Feature) error {
 			e.Reason = fmt.Sprintf("needs %s %d.%d.%d or later, and the dialector did not report the server version", kindLabel(d.Kind), r.since[0], r.since[1], r.since[2])
 		}
 	}
+	if d.Engine != NoEngine && !ok(d, f) {
+		e.Reason = engineReason(d, f)
+	}
 	if d.Kind == Unknown {
 		e.Reason = "lockplugin does not know this dialect, and will not guess its syntax"
 	}
 	return e
 }
+
+func ok(d Dialect, f Feature) bool { _, found := d.rule(f); return found }
 
 func kindLabel(k Kind) string { return Dialect{Kind: k}.String() }

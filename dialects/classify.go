@@ -67,10 +67,20 @@ func IsReadPastRefused(err error) bool {
 	return c.family == SQLServer && c.number == msReadPastIsolation
 }
 
+// IsTiDBLockRetryLimit reports whether err is TiDB's 1105 "pessimistic
+// lock retry limit reached": a statement that met a conflicting lock too
+// many times gave up, holding nothing it asked for. TiDB raises it from
+// GET_LOCK under contention (8 waiters on one name).
+func IsTiDBLockRetryLimit(err error) bool {
+	c := codeOf(err)
+	return c.family == MySQL && c.number == 1105 && strings.Contains(err.Error(), "pessimistic lock retry limit reached")
+}
+
 // IsRetryable reports whether err is a transient concurrency failure after
 // which the whole transaction may simply be run again: a deadlock victim or
 // a serialization failure (PostgreSQL 40001, 40P01; MySQL/MariaDB 1213,
-// 1020; SQL Server 1205, 3960; Oracle ORA-00060, ORA-08177), or SQLite's
+// 1020, TiDB's 1105 retry limit; SQL Server 1205, 3960; Oracle ORA-00060,
+// ORA-08177), or SQLite's
 // BUSY, BUSY_SNAPSHOT and LOCKED.
 func IsRetryable(err error) bool {
 	c := codeOf(err)
@@ -78,7 +88,7 @@ func IsRetryable(err error) bool {
 	case Postgres:
 		return pgRetryable[c.state]
 	case MySQL:
-		return myRetryable[c.number]
+		return myRetryable[c.number] || IsTiDBLockRetryLimit(err)
 	case SQLServer:
 		return msRetryable[c.number]
 	case Oracle:

@@ -45,20 +45,39 @@ type Dialect struct {
 	// dialector does not report one.
 	Version string
 	// Major, Minor and Patch are parsed from Version; all zero when the
-	// version is not known.
+	// version is not known. For an Engine they are the version of the
+	// protocol it imitates (TiDB's "8.0.11"), which decides how statements
+	// are phrased.
 	Major, Minor, Patch int
+	// Engine is the product behind a look-alike of Kind (TiDB, CockroachDB,
+	// YugabyteDB), told from the server's version string; NoEngine for the
+	// real thing. An Engine has its own rows in the capability matrix.
+	Engine Engine
+	// EngineVersion is the engine's own version ("8.4.0" for TiDB v8.4.0).
+	EngineVersion string
 }
 
 var versionNumbers = regexp.MustCompile(`(\d+)(?:\.(\d+))?(?:\.(\d+))?`)
 
-// Of recognises the database behind db from its dialector. A dialector that
-// lockplugin does not know yields a Dialect of Kind Unknown, for which every
-// feature is unsupported.
+// Of recognises the database behind db from its dialector and, where the
+// dialector cannot tell a look-alike from the real thing (PostgreSQL's
+// reports no version; MySQL's none with SkipInitializeWithVersion), from
+// the server: it asks version() once per connection pool, on first use, and
+// remembers the answer (see Forget). A dialector that lockplugin does not
+// know yields a Dialect of Kind Unknown, for which every feature is
+// unsupported.
 func Of(db *gorm.DB) Dialect {
 	if db == nil || db.Config == nil || db.Dialector == nil {
 		return Dialect{}
 	}
-	return FromDialector(db.Dialector)
+	dl := FromDialector(db.Dialector)
+	if !asksServer(dl) {
+		return dl
+	}
+	if v := serverVersionOf(db); v != "" {
+		return newCached(dl.Dialector, v)
+	}
+	return dl
 }
 
 // FromDialector recognises the database from a GORM dialector.
@@ -66,7 +85,11 @@ func FromDialector(d gorm.Dialector) Dialect {
 	if d == nil {
 		return Dialect{}
 	}
-	key := [2]string{d.Name(), serverVersion(d)}
+	return newCached(d.Name(), serverVersion(d))
+}
+
+func newCached(name, version string) Dialect {
+	key := [2]string{name, version}
 	if dl, ok := parsed.Load(key); ok {
 		return dl.(Dialect)
 	}
@@ -86,10 +109,10 @@ var parsed, versionField sync.Map
 func New(dialectorName, version string) Dialect {
 	dl := Dialect{Dialector: dialectorName, Version: version}
 	switch strings.ToLower(dialectorName) {
-	case "postgres", "pgx", "postgresql", "cockroachdb":
-		if strings.ToLower(dialectorName) != "cockroachdb" {
-			dl.Kind = Postgres
-		}
+	case "postgres", "pgx", "postgresql":
+		dl.Kind = Postgres
+	case "cockroachdb":
+		dl.Kind, dl.Engine = Postgres, CockroachDB
 	case "mysql":
 		dl.Kind = MySQL
 		if strings.Contains(strings.ToLower(version), "mariadb") {
@@ -106,6 +129,11 @@ func New(dialectorName, version string) Dialect {
 		dl.Major, _ = strconv.Atoi(m[1])
 		dl.Minor, _ = strconv.Atoi(m[2])
 		dl.Patch, _ = strconv.Atoi(m[3])
+	}
+	if dl.Kind == Postgres || dl.Kind == MySQL {
+		if e, v := engineOf(version); e != NoEngine {
+			dl.Engine, dl.EngineVersion = e, v
+		}
 	}
 	// MariaDB behind a MySQL 5.5 compatibility prefix ("5.5.5-10.11.6-MariaDB").
 	if dl.Kind == MariaDB && dl.Major == 5 && dl.Minor == 5 {
@@ -171,6 +199,12 @@ func (d Dialect) VersionKnown() bool { return d.Major != 0 }
 // String names the database for error messages: "PostgreSQL",
 // "MariaDB 10.11.6", "unknown dialect \"clickhouse\"".
 func (d Dialect) String() string {
+	if label, ok := engineLabels[d.Engine]; ok {
+		if d.EngineVersion != "" {
+			return label + " " + d.EngineVersion
+		}
+		return label
+	}
 	var s string
 	switch d.Kind {
 	case Postgres:
@@ -194,6 +228,7 @@ func (d Dialect) String() string {
 	return s
 }
 
-// IsMySQLFamily reports whether the database is MySQL or MariaDB, which
-// share a dialector and most SQL.
+// IsMySQLFamily reports whether the database speaks MySQL's SQL: MySQL,
+// MariaDB, and TiDB (an Engine of Kind MySQL), which share a dialector and
+// most SQL.
 func (d Dialect) IsMySQLFamily() bool { return d.Kind == MySQL || d.Kind == MariaDB }

@@ -21,6 +21,9 @@ func Profiles() []Profile {
 		{"Oracle", New("oracle", "")},
 		{"SQL Server", New("sqlserver", "")},
 		{"SQLite", New("sqlite", "")},
+		{"TiDB", New("mysql", "8.0.11-TiDB-v8.4.0")},
+		{"CockroachDB", New("postgres", "CockroachDB CCL v23.2.0")},
+		{"YugabyteDB", New("postgres", "11.2-YB-2.20.0.0-b0")},
 	}
 }
 

@@ -64,8 +64,8 @@ func (s statements) lockResource(table, key string) (lock, read string) {
 func (s statements) count(share bool) string {
 	q := "SELECT COUNT(*), MIN(CASE WHEN " + s.holderIs() + " THEN id END), " + s.now +
 		" FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
-	if share && s.d.IsMySQLFamily() {
-		q += " " + s.d.LockSQL(dialects.ForShare)
+	if share {
+		q += s.d.LatestRead()
 	}
 	return q
 }
@@ -151,12 +151,10 @@ func (s statements) byIDLatest(callerTx bool) string {
 
 // latest makes a read inside a caller's transaction see the latest
 // committed rows: a locking read on MySQL and MariaDB, whose REPEATABLE
-// READ snapshot may be older; as it is elsewhere (READ COMMITTED).
+// READ snapshot may be older (FOR UPDATE on TiDB, which has no shared
+// locks); as it is elsewhere (READ COMMITTED).
 func (s statements) latest(q string) string {
-	if s.d.IsMySQLFamily() {
-		return q + " " + s.d.LockSQL(dialects.ForShare)
-	}
-	return q
+	return q + s.d.LatestRead()
 }
 
 // activeByID reads one hold if it is active. Argument: id.

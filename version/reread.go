@@ -21,7 +21,8 @@ import (
 // primary key is returned too. It runs only after a guarded write failed.
 //
 // Inside a transaction on MySQL and MariaDB the read is a locking read
-// (LOCK IN SHARE MODE): a plain SELECT there reads the transaction's
+// (LOCK IN SHARE MODE; FOR UPDATE on TiDB, see dialects.LatestRead): a
+// plain SELECT there reads the transaction's
 // REPEATABLE READ snapshot, which still shows the row as it was before the
 // newer write (or the delete) that made the guard fail. PostgreSQL (READ
 // COMMITTED) and SQLite (one writer) read the latest committed row anyway.
@@ -58,8 +59,8 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 		return 0, nil, false, built.Error
 	}
 	query, vars := built.Statement.SQL.String(), built.Statement.Vars
-	if k := dialects.Of(db).Kind; (k == dialects.MySQL || k == dialects.MariaDB) && plugin.InTransaction(stmt.ConnPool) {
-		query += " LOCK IN SHARE MODE"
+	if plugin.InTransaction(stmt.ConnPool) {
+		query += dialects.Of(db).LatestRead()
 	}
 
 	begin := time.Now()

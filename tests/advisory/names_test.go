@@ -109,7 +109,7 @@ func TestCancelledDBContextStopsWith(t *testing.T) {
 		name := testdb.Unique(t, "i12")
 		ran := 0
 		err := advisory.With(bg, tg.DB.WithContext(rctx), name, func(*gorm.DB) error { ran++; return nil })
-		if tg.Is(dialects.SQLite) {
+		if !tg.Dialect.Supports(dialects.AdvisoryLock) {
 			require.ErrorIs(t, err, advisory.ErrUnsupported)
 			require.Zero(t, ran)
 			return
@@ -178,7 +178,7 @@ func TestMySQLKillQueryRaceLeavesNothingHeld(t *testing.T) {
 		}()
 		var id int64
 		eventually(t, 5*time.Second, "the waiter never queued", func() bool {
-			_ = tg.Plain.Raw("SELECT COALESCE(MAX(ID), 0) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND DB = ?", waiterDB).Scan(&id).Error
+			_ = tg.Plain.Raw("SELECT COALESCE(MAX(ID), 0) FROM information_schema.PROCESSLIST WHERE "+userLockWait(tg)+" AND DB = ?", waiterDB).Scan(&id).Error
 			return id != 0
 		})
 		offset := time.Duration(i%9-4) * 100 * time.Microsecond

@@ -47,6 +47,10 @@ func callerSnapshot(t *testing.T, tg *testdb.Target) {
 		tg = testdb.Open(t, testdb.SQLite, func(dsn string) string { return strings.Replace(dsn, "&_txlock=immediate", "", 1) })
 		levels = []sql.IsolationLevel{sql.LevelDefault}
 	}
+	if tg.Dialect.Engine == dialects.TiDB {
+		// TiDB refuses to begin a SERIALIZABLE transaction (error 8048).
+		levels = levels[:3]
+	}
 	setup(t, tg)
 	for _, level := range levels {
 		t.Run(level.String(), func(t *testing.T) {

@@ -479,7 +479,7 @@ var upsertAcquire = map[dialects.Kind]string{
 	dialects.MariaDB: "INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE {now} + ? END, LAST_INSERT_ID(1)) " +
 		"ON DUPLICATE KEY UPDATE " +
 		"owner = IF(expires_at <> 0 AND expires_at <= {now}, ?, owner), " +
-		"fence = IF(expires_at <> 0 AND expires_at <= {now}, LAST_INSERT_ID(fence + 1), fence + LAST_INSERT_ID(0)), " +
+		"fence = IF(expires_at <> 0 AND expires_at <= {now}, LAST_INSERT_ID(fence + 1), fence + LAST_INSERT_ID(fence - fence)), " +
 		"expires_at = IF(expires_at <> 0 AND expires_at <= {now}, CASE WHEN ? = 0 THEN 0 ELSE {now} + ? END, expires_at)",
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
@@ -39,6 +40,12 @@ var redisPrefix = func() string {
 func tableStore(t testing.TB, db *gorm.DB) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.New(db, sqlstore.Table(table))
+	if d := dialects.Of(db); !d.Supports(dialects.LeaseTable) {
+		if !errors.Is(err, dialects.ErrUnsupported) {
+			t.Fatalf("sqlstore.New on %s: %v, want ErrUnsupported", d, err)
+		}
+		t.Skipf("refused on %s, as documented: %v", d, err)
+	}
 	if err != nil {
 		t.Fatalf("sqlstore.New: %v", err)
 	}

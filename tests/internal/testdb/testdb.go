@@ -11,6 +11,11 @@
 //	LOCKPLUGIN_MYSQL_DSN     root:@tcp(127.0.0.1:3306)/test?parseTime=true
 //	LOCKPLUGIN_REDIS_ADDR    127.0.0.1:6379
 //	LOCKPLUGIN_SQLSERVER_DSN (unset: SQL Server tests skip with a message)
+//	LOCKPLUGIN_TIDB_DSN      root:@tcp(127.0.0.1:4000)/test?parseTime=true
+//
+// TiDB is one more MySQL-protocol target, started by .ci/run from a
+// tidb-server built from the Go module proxy; with CI set a TiDB that does
+// not answer fails the test, as PostgreSQL and MariaDB do.
 //
 // Every test package shares these databases with the others, which `go test
 // ./...` runs in parallel: a package names its tables, advisory locks and
@@ -45,6 +50,7 @@ const (
 	Postgres  = "postgres"
 	MySQL     = "mysql" // MySQL or MariaDB; Target.Name says which
 	SQLServer = "sqlserver"
+	TiDB      = "tidb" // TiDB behind the MySQL dialector
 )
 
 // Default DSNs, matching the CI machine.
@@ -52,11 +58,12 @@ const (
 	DefaultPostgresDSN = "host=127.0.0.1 user=postgres dbname=test sslmode=disable"
 	DefaultMySQLDSN    = "root:@tcp(127.0.0.1:3306)/test?parseTime=true"
 	DefaultRedisAddr   = "127.0.0.1:6379"
+	DefaultTiDBDSN     = "root:@tcp(127.0.0.1:4000)/test?parseTime=true"
 )
 
 // Target is one open database.
 type Target struct {
-	// Name is "sqlite", "postgres", "mysql", "mariadb" or "sqlserver".
+	// Name is "sqlite", "postgres", "mysql", "mariadb", "tidb" or "sqlserver".
 	Name string
 	// Dialect is what dialects.Of reports for DB.
 	Dialect dialects.Dialect
@@ -84,10 +91,10 @@ var (
 )
 
 // Each runs fn as a subtest on every reachable database: SQLite, PostgreSQL,
-// MySQL/MariaDB, and SQL Server when its DSN is set.
+// MySQL/MariaDB, TiDB, and SQL Server when its DSN is set.
 func Each(t *testing.T, fn func(t *testing.T, tg *Target)) {
 	t.Helper()
-	for _, kind := range []string{SQLite, Postgres, MySQL, SQLServer} {
+	for _, kind := range []string{SQLite, Postgres, MySQL, TiDB, SQLServer} {
 		t.Run(kind, func(t *testing.T) {
 			tg := Get(t, kind)
 			fn(t, tg)
@@ -117,7 +124,7 @@ func Get(t testing.TB, kind string) *Target {
 		return nil
 	}
 	tg, err := open(kind, dsn)
-	if err != nil && kind != SQLite && kind != SQLServer && os.Getenv(envFor(kind)) == "" {
+	if err != nil && kind != SQLite && kind != SQLServer && kind != TiDB && os.Getenv(envFor(kind)) == "" {
 		// The default server does not answer; try Docker.
 		if dsn2, derr := startContainer(kind); derr == nil {
 			tg, err = open(kind, dsn2)
@@ -158,7 +165,7 @@ func unavailable(t testing.TB, kind, why string) {
 		// SQLite needs no server: failing to open it is a broken harness.
 		t.Fatalf("testdb: cannot open SQLite: %s", why)
 	}
-	if CI() && (kind == Postgres || kind == MySQL) {
+	if CI() && (kind == Postgres || kind == MySQL || kind == TiDB) {
 		t.Fatalf("testdb: %s is required under CI and is not reachable: %s", kind, why)
 	}
 	t.Skipf("testdb: %s not reachable, skipping: %s", kind, why)
@@ -172,6 +179,8 @@ func envFor(kind string) string {
 		return "LOCKPLUGIN_MYSQL_DSN"
 	case SQLServer:
 		return "LOCKPLUGIN_SQLSERVER_DSN"
+	case TiDB:
+		return "LOCKPLUGIN_TIDB_DSN"
 	}
 	return ""
 }
@@ -192,6 +201,8 @@ func dsnFor(kind string) (string, string) {
 		return envOr("LOCKPLUGIN_POSTGRES_DSN", DefaultPostgresDSN), ""
 	case MySQL:
 		return envOr("LOCKPLUGIN_MYSQL_DSN", DefaultMySQLDSN), ""
+	case TiDB:
+		return envOr("LOCKPLUGIN_TIDB_DSN", DefaultTiDBDSN), ""
 	case SQLServer:
 		if v := os.Getenv("LOCKPLUGIN_SQLSERVER_DSN"); v != "" {
 			return v, ""
@@ -235,7 +246,7 @@ func Dialector(kind, dsn string) gorm.Dialector {
 	switch kind {
 	case Postgres:
 		return postgres.Open(dsn)
-	case MySQL:
+	case MySQL, TiDB:
 		return mysql.Open(dsn)
 	case SQLServer:
 		return sqlserver.Open(dsn)
@@ -284,6 +295,11 @@ func open(kind, dsn string) (*Target, error) {
 	tg := &Target{Name: kind, Dialect: dialects.Of(db), DB: db, Plain: plain, SQL: sqlDB, DSN: dsn, kind: kind}
 	if tg.Dialect.Kind == dialects.MariaDB {
 		tg.Name = "mariadb"
+	}
+	if kind == TiDB && tg.Dialect.Engine != dialects.TiDB {
+		_ = sqlDB.Close()
+		_ = plainSQL.Close()
+		return nil, fmt.Errorf("testdb: LOCKPLUGIN_TIDB_DSN reaches %s, not TiDB", tg.Dialect)
 	}
 	return tg, nil
 }
