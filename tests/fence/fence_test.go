@@ -24,6 +24,9 @@ func TestI16FencedWriteAfterTakeover(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	ctx := context.Background()
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		if refusedOnTiDB(t, tg) {
+			return
+		}
 		tg.Reset(t, &account{}, &versioned{})
 		for _, sc := range storeCases(t, tg) {
 			t.Run(sc.name, func(t *testing.T) {

@@ -31,6 +31,9 @@ func TestI16GuardedTransaction(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	ctx := context.Background()
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		if refusedOnTiDB(t, tg) {
+			return
+		}
 		if tg.Is(dialects.SQLServer) {
 			t.Skip("Guard is refused on SQL Server until tested there")
 		}

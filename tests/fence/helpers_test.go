@@ -121,3 +121,32 @@ func want(t testing.TB, cond bool, format string, args ...any) {
 		t.Fatalf(format, args...)
 	}
 }
+
+// refusedOnTiDB reports whether tg is TiDB, where fenced writes and the
+// lease table store are refused (dialects: a stale write stopped by the
+// fence is not reported as such there, and a retried UPDATE keeps the
+// discarded attempt's insert id). It checks both refusals, before any row
+// is written, so that the suites prove what TiDB gets instead of skipping.
+func refusedOnTiDB(t *testing.T, tg *testdb.Target) bool {
+	t.Helper()
+	if tg.Kind() != testdb.TiDB {
+		return false
+	}
+	ctx := context.Background()
+	ls, err := lease.NewLocalStore(t.TempDir())
+	noErr(t, err)
+	l, err := lease.NewManager(ls).Acquire(ctx, testdb.Unique(t, "i16_tidb"))
+	noErr(t, err)
+	defer func() { _ = l.Release(ctx) }()
+	tg.Reset(t, &account{})
+	row := account{Balance: 1}
+	err = tg.DB.WithContext(lockplugin.WithFence(ctx, l)).Create(&row).Error
+	want(t, errors.Is(err, lockplugin.ErrUnsupported), "fenced write on TiDB: %v, want ErrUnsupported", err)
+	var n int64
+	noErr(t, tg.DB.Model(&account{}).Count(&n).Error)
+	want(t, n == 0, "the refused fenced write on TiDB wrote %d rows", n)
+	_, err = sqlstore.New(tg.DB, sqlstore.Table(testdb.Unique(t, "i16_tidb_leases")))
+	want(t, errors.Is(err, lockplugin.ErrUnsupported), "lease table store on TiDB: %v, want ErrUnsupported", err)
+	t.Logf("TiDB: fenced writes and the lease table store are refused before any SQL")
+	return true
+}

@@ -18,6 +18,9 @@ func TestI16HoldAtLeast(t *testing.T) {
 	const hold = 400 * time.Millisecond
 	ctx := context.Background()
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		if refusedOnTiDB(t, tg) {
+			return
+		}
 		for _, sc := range storeCases(t, tg) {
 			if tg.Kind() != testdb.SQLite && sc.name != "table" {
 				continue // Redis and local once, under sqlite

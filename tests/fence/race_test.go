@@ -25,6 +25,9 @@ func TestI16FencedWriteRace(t *testing.T) {
 	const workers, each = 8, 40
 	ctx := context.Background()
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		if refusedOnTiDB(t, tg) {
+			return
+		}
 		tg.Reset(t, &account{})
 		for _, fenced := range []bool{false, true} {
 			noErr(t, tg.DB.Exec("DELETE FROM i16_accounts").Error)
