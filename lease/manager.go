@@ -210,8 +210,8 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 
 // check validates everything before any store call.
 func (m *Manager) check(ctx context.Context, name string, opts []Option) (options, error) {
-	if m == nil {
-		return options{}, errors.New("lease: nil Manager")
+	if m == nil || m.store == nil {
+		return options{}, errZeroManager
 	}
 	if m.err != nil {
 		return options{}, m.err
