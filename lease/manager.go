@@ -210,11 +210,14 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 
 // check validates everything before any store call.
 func (m *Manager) check(ctx context.Context, name string, opts []Option) (options, error) {
-	if m == nil || m.store == nil {
+	if m == nil {
 		return options{}, errZeroManager
 	}
 	if m.err != nil {
 		return options{}, m.err
+	}
+	if m.store == nil {
+		return options{}, errZeroManager
 	}
 	if ctx == nil {
 		return options{}, errors.New("lease: nil context")
