@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -46,6 +47,21 @@ type NotAcquiredError struct {
 }
 
 // Error names the lock and how long the caller waited.
+// errZeroManager and errZeroLease answer every call on a Manager or
+// Lease that was not made by NewManager and Acquire.
+var (
+	errZeroManager = errors.New("lease: Manager has no store (zero value or nil); use lease.NewManager")
+	errZeroLease   = errors.New("lease: Lease was not returned by Acquire (zero value or nil); take one with Manager.Acquire")
+)
+
+// zeroLeaseCtx is the Context of a zero Lease: already ended, as a lease
+// never taken is not held.
+var zeroLeaseCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errZeroLease)
+	return ctx
+}()
+
 func (e *NotAcquiredError) Error() string {
 	switch {
 	case e.Err != nil:

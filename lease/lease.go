@@ -95,12 +95,17 @@ func (l *Lease) Expiry() time.Time {
 // held: at its safety deadline (Expiry) unless refreshed before, when a
 // refresh finds it gone, or when it is released. Stop the protected work
 // when it closes.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Context returns a context that ends when Done closes. context.Cause
 // tells why: an error matching ErrLeaseLost (deadline passed, lease gone),
 // or a release.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	if l == nil || l.ctx == nil {
+		return zeroLeaseCtx
+	}
+	return l.ctx
+}
 
 // extend moves the safety deadline to sent+ttl-margin after a successful
 // call sent at sent, and reports whether the lease is still trustworthy:
@@ -188,6 +193,9 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	if ttl < 0 {
 		return fmt.Errorf("lease: Refresh TTL must not be negative, got %v", ttl)
 	}
+	if l == nil || l.m == nil {
+		return errZeroLease
+	}
 	if ctx == nil {
 		return errors.New("lease: nil context")
 	}
@@ -254,6 +262,9 @@ func (l *Lease) refresh(ctx context.Context, ttl time.Duration) (err error) {
 // (deadline passed, or a refresh found it gone) Release still frees it if
 // the store has it, and returns that ErrLeaseLost cause.
 func (l *Lease) Release(ctx context.Context) (err error) {
+	if l == nil || l.m == nil {
+		return errZeroLease
+	}
 	if ctx == nil {
 		return errors.New("lease: nil context")
 	}

@@ -211,10 +211,13 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 // check validates everything before any store call.
 func (m *Manager) check(ctx context.Context, name string, opts []Option) (options, error) {
 	if m == nil {
-		return options{}, errors.New("lease: nil Manager")
+		return options{}, errZeroManager
 	}
 	if m.err != nil {
 		return options{}, m.err
+	}
+	if m.store == nil {
+		return options{}, errZeroManager
 	}
 	if ctx == nil {
 		return options{}, errors.New("lease: nil context")

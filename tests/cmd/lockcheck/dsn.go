@@ -49,7 +49,8 @@ var errDSN = errors.New("unrecognised -dsn: want postgres://..., a PostgreSQL ke
 
 var (
 	pgKeyValue = regexp.MustCompile(`^\s*[a-z_]+\s*=`)
-	pgPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+	// adoKeyValue is go-mssqldb's ADO form, which begins with the server.
+	adoKeyValue = regexp.MustCompile(`(?i)^\s*(server|data source|address|addr|network address)\s*=`)
 )
 
 // parseDSN reads the -dsn flag. The empty DSN is not handled here: it means
@@ -65,13 +66,20 @@ func parseDSN(dsn string) (database, error) {
 		return parseMySQL(dsn[len("mysql://"):])
 	case strings.HasPrefix(lower, "sqlserver://"):
 		return parseSQLServer(dsn)
+	case strings.HasPrefix(lower, "odbc:"):
+		return parseSQLServerODBC(dsn)
+	// The key=value forms come before the guesses below, which look at
+	// the whole string and so could be fooled by a password holding
+	// "://" or "@tcp(".
+	case adoKeyValue.MatchString(dsn):
+		return parseSQLServerADO(dsn)
+	case pgKeyValue.MatchString(dsn):
+		return parsePostgresKeyValue(dsn)
 	case strings.Contains(dsn, "://"):
 		return database{}, errDSN
 	case strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(") || strings.Contains(dsn, "@/"):
 		// go-sql-driver's own form, as in LOCKPLUGIN_MYSQL_DSN.
 		return parseMySQL(dsn)
-	case pgKeyValue.MatchString(dsn):
-		return parsePostgresKeyValue(dsn)
 	}
 	return database{}, errDSN
 }
@@ -104,9 +112,7 @@ func parsePostgresURL(dsn string) (database, error) {
 		secrets = append(secrets, p)
 	}
 	q := u.Query()
-	if p := q.Get("password"); p != "" {
-		secrets = append(secrets, p)
-	}
+	secrets = append(secrets, querySecrets(q)...)
 	shown := redactURL(u)
 	if q.Get("connect_timeout") == "" {
 		q.Set("connect_timeout", timeoutSeconds())
@@ -116,19 +122,91 @@ func parsePostgresURL(dsn string) (database, error) {
 }
 
 func parsePostgresKeyValue(dsn string) (database, error) {
-	var secrets []string
-	for _, m := range pgPassword.FindAllStringSubmatch(dsn, -1) {
-		p := strings.Trim(m[2], "'")
-		if p != "" {
-			secrets = append(secrets, p, m[2])
-		}
+	shown, secrets, err := maskKeyValue(dsn)
+	if err != nil {
+		return database{}, err
 	}
 	open := dsn
 	if !strings.Contains(dsn, "connect_timeout") {
 		open += " connect_timeout=" + timeoutSeconds()
 	}
-	shown := pgPassword.ReplaceAllString(dsn, "${1}"+mask)
 	return database{kind: "postgres", dialector: postgres.Open(open), shown: shown, secrets: secrets}, nil
+}
+
+// pgSecretKeys are the libpq keywords whose values lockcheck never prints.
+var pgSecretKeys = map[string]bool{"password": true, "sslpassword": true}
+
+// isPGSpace is libpq's (and pgx's) notion of white space in a conninfo string.
+func isPGSpace(c byte) bool { return strings.IndexByte(" \t\n\r\v\f", c) >= 0 }
+
+// maskKeyValue reads a libpq key=value DSN the way the drivers do (a value
+// is bare with backslash escapes up to white space, or single-quoted with
+// backslash escapes) and returns it with every secret value replaced by the
+// mask, and the secrets both as written and unescaped. Masking the value's
+// whole span, not a regular expression's guess at it, is what keeps an
+// escaped space or quote from ending the mask early.
+func maskKeyValue(dsn string) (shown string, secrets []string, err error) {
+	var b strings.Builder
+	i := 0
+	for {
+		start := i
+		for i < len(dsn) && isPGSpace(dsn[i]) {
+			i++
+		}
+		if i == len(dsn) {
+			b.WriteString(dsn[start:])
+			return b.String(), secrets, nil
+		}
+		eq := strings.IndexByte(dsn[i:], '=')
+		if eq < 0 {
+			return "", nil, errors.New("-dsn: a PostgreSQL key=value DSN has a keyword without '='")
+		}
+		key := strings.ToLower(strings.TrimRight(dsn[i:i+eq], " \t\n\r\v\f"))
+		i += eq + 1
+		for i < len(dsn) && isPGSpace(dsn[i]) {
+			i++
+		}
+		b.WriteString(dsn[start:i])
+		vstart := i
+		var val strings.Builder
+		if i < len(dsn) && dsn[i] == '\'' {
+			i++
+			for ; ; i++ {
+				if i >= len(dsn) {
+					return "", nil, errors.New("-dsn: a PostgreSQL key=value DSN has an unterminated quoted value")
+				}
+				if dsn[i] == '\'' {
+					i++
+					break
+				}
+				if dsn[i] == '\\' {
+					i++
+					if i >= len(dsn) {
+						return "", nil, errors.New("-dsn: a PostgreSQL key=value DSN has an unterminated quoted value")
+					}
+				}
+				val.WriteByte(dsn[i])
+			}
+		} else {
+			for ; i < len(dsn) && !isPGSpace(dsn[i]); i++ {
+				if dsn[i] == '\\' {
+					i++
+					if i >= len(dsn) {
+						break
+					}
+				}
+				val.WriteByte(dsn[i])
+			}
+		}
+		if !pgSecretKeys[key] {
+			b.WriteString(dsn[vstart:i])
+			continue
+		}
+		b.WriteString(mask)
+		if v := val.String(); v != "" {
+			secrets = append(secrets, v, dsn[vstart:i])
+		}
+	}
 }
 
 func parseMySQL(dsn string) (database, error) {
@@ -181,25 +259,142 @@ func parseSQLServer(dsn string) (database, error) {
 	if p, ok := u.User.Password(); ok && p != "" {
 		secrets = append(secrets, p)
 	}
-	if p := u.Query().Get("password"); p != "" {
-		secrets = append(secrets, p)
-	}
+	secrets = append(secrets, querySecrets(u.Query())...)
 	return database{kind: "sqlserver", dialector: sqlserver.Open(dsn), shown: redactURL(u), secrets: secrets}, nil
 }
 
-// redactURL masks the password in the user info and in a password query
-// parameter.
+// urlSecretKeys are the query parameters, lower-cased, whose values
+// lockcheck never prints: libpq's password and sslpassword, go-mssqldb's
+// password, pwd and change password (its keys are case-insensitive).
+var urlSecretKeys = map[string]bool{"password": true, "sslpassword": true, "pwd": true, "change password": true}
+
+// querySecrets returns the values of the secret parameters of q.
+func querySecrets(q url.Values) []string {
+	var out []string
+	for k, vs := range q {
+		if urlSecretKeys[strings.ToLower(k)] {
+			for _, v := range vs {
+				if v != "" {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// redactURL masks the password in the user info and in every secret query
+// parameter. A query that does not parse is dropped whole, and so is a
+// fragment: neither is needed to tell which database is meant.
 func redactURL(u *url.URL) string {
 	c := *u
 	if _, ok := c.User.Password(); ok {
 		c.User = url.UserPassword(c.User.Username(), mask)
 	}
-	q := c.Query()
-	if q.Has("password") {
-		q.Set("password", mask)
+	c.Fragment, c.RawFragment = "", ""
+	q, err := url.ParseQuery(c.RawQuery)
+	if err != nil {
+		c.RawQuery = ""
+		return c.String()
+	}
+	masked := false
+	for k := range q {
+		if urlSecretKeys[strings.ToLower(k)] {
+			q[k] = []string{mask}
+			masked = true
+		}
+	}
+	if masked {
 		c.RawQuery = q.Encode()
 	}
 	return c.String()
+}
+
+// adoSecretKeys are the go-mssqldb ADO and ODBC keys, lower-cased, whose
+// values lockcheck never prints.
+var adoSecretKeys = map[string]bool{"password": true, "pwd": true, "change password": true}
+
+// parseSQLServerADO reads go-mssqldb's ADO form, server=h;user id=u;password=p.
+// The driver splits it on ';' and then on the first '=', with no quoting
+// (a quote is part of the value), so lockcheck masks the same spans.
+func parseSQLServerADO(dsn string) (database, error) {
+	parts := strings.Split(dsn, ";")
+	var secrets []string
+	for i, part := range parts {
+		key, val, ok := strings.Cut(part, "=")
+		if !ok || !adoSecretKeys[strings.ToLower(strings.TrimSpace(key))] {
+			continue
+		}
+		// The driver trims the value; mask it as written too.
+		if v := strings.TrimSpace(val); v != "" {
+			secrets = append(secrets, val, v)
+		}
+		parts[i] = key + "=" + mask
+	}
+	return database{kind: "sqlserver", dialector: sqlserver.Open(dsn), shown: strings.Join(parts, ";"), secrets: secrets}, nil
+}
+
+// parseSQLServerODBC reads go-mssqldb's ODBC form, odbc:server=h;pwd={p;}}q}:
+// a value may be braced, where '}}' is a '}' and ';' does not end it.
+func parseSQLServerODBC(dsn string) (database, error) {
+	const prefix = "odbc:"
+	var b strings.Builder
+	b.WriteString(dsn[:len(prefix)])
+	var secrets []string
+	s := dsn[len(prefix):]
+	for i := 0; i < len(s); {
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		key := strings.ToLower(strings.TrimSpace(s[i : i+eq]))
+		b.WriteString(s[i : i+eq+1])
+		i += eq + 1
+		vstart := i
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		var val strings.Builder
+		if i < len(s) && s[i] == '{' {
+			i++
+			for ; ; i++ {
+				if i >= len(s) {
+					return database{}, errors.New("-dsn: an odbc: DSN has an unterminated braced value")
+				}
+				if s[i] == '}' {
+					if i+1 < len(s) && s[i+1] == '}' {
+						val.WriteByte('}')
+						i++
+						continue
+					}
+					i++
+					break
+				}
+				val.WriteByte(s[i])
+			}
+			for i < len(s) && s[i] != ';' {
+				i++
+			}
+		} else {
+			for ; i < len(s) && s[i] != ';'; i++ {
+				val.WriteByte(s[i])
+			}
+		}
+		if adoSecretKeys[key] {
+			b.WriteString(mask)
+			if v := strings.TrimSpace(val.String()); v != "" {
+				secrets = append(secrets, v, s[vstart:i])
+			}
+		} else {
+			b.WriteString(s[vstart:i])
+		}
+		if i < len(s) {
+			b.WriteByte(';')
+			i++
+		}
+	}
+	return database{kind: "sqlserver", dialector: sqlserver.Open(dsn), shown: b.String(), secrets: secrets}, nil
 }
 
 // redact masks every secret of d in s, in the forms a driver may echo it:
