@@ -42,6 +42,8 @@ func (s *Store) wait(ctx context.Context, conn *redis.Conn) error {
 }
 
 func (s *Store) acquireReplicated(ctx context.Context, k, owner string, ttl time.Duration) (int64, bool, error) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
 	conn, err := s.conn(ctx, k)
 	if err != nil {
 		return 0, false, s.failed(ctx, "acquire", err)
@@ -67,6 +69,8 @@ func (s *Store) acquireReplicated(ctx context.Context, k, owner string, ttl time
 }
 
 func (s *Store) refreshReplicated(ctx context.Context, k, owner string, ttl time.Duration) (bool, error) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
 	conn, err := s.conn(ctx, k)
 	if err != nil {
 		return false, s.failed(ctx, "refresh", err)

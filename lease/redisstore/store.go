@@ -45,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +77,11 @@ type Store struct {
 	replicas    int           // WaitReplicas: replicas that must acknowledge
 	waitTimeout time.Duration // WaitReplicas: how long WAIT waits
 	err         error         // an invalid Option, reported by every call
+	// connMu serialises WaitReplicas' dedicated connections: go-redis
+	// v9.17 initialises a new Conn by writing the client's shared options
+	// (its maintenance-notifications fallback), a data race when two
+	// Conns start at once (seen under -race in the conformance suite).
+	connMu sync.Mutex
 }
 
 var _ lease.Store = (*Store)(nil)
