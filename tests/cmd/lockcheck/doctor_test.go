@@ -61,18 +61,12 @@ const i17Table = "i17_doctor_leases"
 
 func TestDoctorPostgresPlain(t *testing.T) {
 	tg := testdb.Get(t, testdb.Postgres)
-	if tg == nil {
-		t.Skip("no PostgreSQL")
-	}
 	code, ids := doctorOn(t, "-dsn", tg.DSN, "-lease-table", i17Table)
 	wantFindings(t, code, ids)
 }
 
 func TestDoctorMySQLPlain(t *testing.T) {
 	tg := testdb.Get(t, testdb.MySQL)
-	if tg == nil {
-		t.Skip("no MySQL/MariaDB")
-	}
 	code, ids := doctorOn(t, "-dsn", "mysql://"+tg.DSN, "-lease-table", i17Table)
 	wantFindings(t, code, ids)
 }
@@ -82,9 +76,6 @@ func TestDoctorMySQLPlain(t *testing.T) {
 // pgbouncer in session mode is no finding.
 func TestDoctorPgBouncer(t *testing.T) {
 	tg := testdb.Get(t, testdb.Postgres)
-	if tg == nil {
-		t.Skip("no PostgreSQL")
-	}
 	for _, mode := range []string{"transaction", "session"} {
 		t.Run(mode, func(t *testing.T) {
 			port := startPgBouncer(t, tg.DSN, mode)
