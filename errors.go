@@ -2,8 +2,17 @@ package lockplugin
 
 import (
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/lockerr"
 	"github.com/lockplugin/lockplugin/internal/plugin"
 )
+
+// ErrBusy is matched by errors.Is for every answer, from any mechanism on
+// any database, that means "someone else holds it": ErrLockNotAvailable
+// (a row lock under NOWAIT or a bounded wait), advisory.ErrTimeout,
+// lease.ErrNotAcquired and holds.ErrFull. Each mechanism's own sentinel
+// still matches too; branch on ErrBusy where the mechanism does not matter
+// (a 409 Conflict, a job that is already running elsewhere).
+var ErrBusy = lockerr.ErrBusy
 
 // ErrUnsupported is matched by errors.Is when the database cannot do what
 // was asked (a lock feature, a mechanism). Nothing was sent to the database.
