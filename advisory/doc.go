@@ -3,12 +3,14 @@
 // time" across processes and servers (a cron entry deployed on three hosts, a
 // queue dispatcher, a migration guard).
 //
-//	err := advisory.With(ctx, db, "nightly-invoice-run", func(conn *gorm.DB) error {
-//		return runInvoices(conn)
-//	}, advisory.Timeout(0))
+//	// fragment: needs ctx context.Context, db *gorm.DB
+//	err := advisory.With(ctx, db, "nightly-invoices", func(conn *gorm.DB) error {
+//		return runNightlyInvoices(conn) // conn is the connection that holds the lock
+//	}, advisory.Timeout(0)) // try once
 //	if errors.Is(err, advisory.ErrTimeout) {
 //		return nil // another process is running it: an ordinary answer
 //	}
+//	return err
 //
 // A lock belongs to a database session, not to a transaction. With pins one
 // connection from the write pool (the source, when gorm.io/plugin/dbresolver

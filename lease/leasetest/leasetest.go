@@ -2,9 +2,10 @@
 // implementations. lockplugin's own stores pass it, and a third-party store
 // can run it from an ordinary test:
 //
-//	func TestMyStore(t *testing.T) {
-//		leasetest.Run(t, func(t *testing.T) lease.Store { return mystore.New(client) })
-//	}
+//	// fragment: needs t *testing.T, newMyStore func() lease.Store
+//	t.Run("conformance", func(t *testing.T) {
+//		leasetest.Run(t, func(t *testing.T) lease.Store { return newMyStore() })
+//	})
 //
 // A store that implements the optional interfaces lease.GrantStore or
 // lease.Waiter gets their checks too ("Grant", "WaitFree").
