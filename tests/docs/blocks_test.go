@@ -132,17 +132,54 @@ func dedent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// docModules are the module directories whose package docs are compiled.
-var docModules = []string{".", "lease/etcdstore", "integrations/gocronlock", "integrations/otellock"}
+// docModules returns the module directories whose package docs are
+// compiled: the root module and every module nested in the checkout
+// (lease/etcdstore, integrations/*, and any later one such as a store or a
+// command moved into a module of its own), but not tests/ or .ci/.
+func docModules() ([]string, error) {
+	mods := []string{"."}
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		if d.IsDir() && rel != "." && (rel == "tests" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && d.Name() == "go.mod" && filepath.Dir(rel) != "." {
+			mods = append(mods, filepath.ToSlash(filepath.Dir(rel)))
+		}
+		return nil
+	})
+	return mods, err
+}
+
+// modulePath reads the module path of the go.mod in dir.
+func modulePath(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "module ") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "module ")), nil
+		}
+	}
+	return "", fmt.Errorf("%s/go.mod has no module line", dir)
+}
 
 // packageDocBlocks returns the Go code blocks of the package doc comments
 // of every non-internal package of docModules.
 func packageDocBlocks(t *testing.T) (blocks []codeBlock, skipped []string) {
+	mods, err := docModules()
+	if err != nil {
+		t.Fatalf("finding the checkout's modules: %v", err)
+	}
 	isModule := map[string]bool{}
-	for _, m := range docModules {
+	for _, m := range mods {
 		isModule[filepath.Clean(m)] = true
 	}
-	for _, mod := range docModules {
+	for _, mod := range mods {
 		root := filepath.Join(repoRoot, mod)
 		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
@@ -615,9 +652,16 @@ func writeScratchModule(dir string, blocks []codeBlock) error {
 		mod.WriteString(l + "\n")
 	}
 	// Modules of the checkout the tests module does not require.
-	for _, m := range []string{"integrations/otellock", "integrations/gocronlock", "lease/etcdstore", "lease/redisstore", "cmd/lockcheck"} {
-		path := "github.com/lockplugin/lockplugin/" + m
-		if _, err := os.Stat(filepath.Join(root, m, "go.mod")); err != nil || strings.Contains(mod.String(), path+" ") {
+	mods, err := docModules()
+	if err != nil {
+		return err
+	}
+	for _, m := range mods[1:] {
+		path, err := modulePath(filepath.Join(root, m))
+		if err != nil {
+			return err
+		}
+		if strings.Contains(mod.String(), path+" ") {
 			continue
 		}
 		fmt.Fprintf(&mod, "require %s v0.0.0\nreplace %s => %s\n", path, path, filepath.Join(root, m))
@@ -626,7 +670,11 @@ func writeScratchModule(dir string, blocks []codeBlock) error {
 		return err
 	}
 	var sum []byte
-	for _, s := range []string{"tests/go.sum", "go.sum", "integrations/otellock/go.sum", "integrations/gocronlock/go.sum", "lease/etcdstore/go.sum"} {
+	sums := []string{"tests/go.sum", "go.sum"}
+	for _, m := range mods[1:] {
+		sums = append(sums, filepath.Join(m, "go.sum"))
+	}
+	for _, s := range sums {
 		b, err := os.ReadFile(filepath.Join(root, s))
 		if err == nil {
 			sum = append(sum, b...)
