@@ -5,7 +5,10 @@
 //
 // Register it once:
 //
-//	db.Use(lockplugin.New())
+//	// fragment: needs db *gorm.DB
+//	if err := db.Use(lockplugin.New()); err != nil {
+//		return err
+//	}
 //
 // It never silently drops a lock it was asked for: where a database cannot
 // do what a query asks, the query fails with ErrUnsupported before any SQL is

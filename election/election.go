@@ -2,7 +2,11 @@
 // any number of processes, on any lease.Store: the leader is whoever holds
 // the lease on the election's name.
 //
-//	e, _ := election.New(store, "billing-leader")
+//	// fragment: needs ctx context.Context, store lease.Store
+//	e, err := election.New(store, "billing-leader")
+//	if err != nil {
+//		return err
+//	}
 //	term, err := e.Campaign(ctx) // blocks until this candidate leads
 //	if err != nil {
 //		return err

@@ -4,24 +4,28 @@
 // A resource is any GORM model with a single-column primary key that says
 // how many holders it admits:
 //
+//	// fragment
 //	type Seat struct {
 //		ID       uint
 //		Capacity int
 //	}
 //
+//	// HoldCapacity implements holds.Holdable.
 //	func (s Seat) HoldCapacity() int { return s.Capacity }
 //
 // Acquire grants a hold while a slot is free and returns (nil, nil) when the
 // resource is full:
 //
-//	h, err := holds.Acquire(ctx, db, &seat, "user:42", holds.TTL(15*time.Minute))
+//	// fragment: needs ctx context.Context, db *gorm.DB, seat Seat
+//	h, err := holds.Acquire(ctx, db, &seat, "customer-42", holds.TTL(15*time.Minute))
 //	switch {
 //	case err != nil:
 //		return err
 //	case h == nil:
 //		return errSoldOut
 //	}
-//	defer holds.Release(ctx, db, h)
+//	// ... take the payment, then keep the seat or give it back:
+//	return holds.Release(ctx, db, h)
 //
 // # How a hold is granted
 //

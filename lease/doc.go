@@ -6,13 +6,15 @@
 // GORM) or lease/redisstore (Redis), or any Store of your own that passes
 // the conformance suite in lease/leasetest.
 //
+//	// fragment: needs ctx context.Context, store lease.Store, order Order
 //	m := lease.NewManager(store)
-//	err := m.Do(ctx, "order-42", func(ctx context.Context) error {
-//		return ship(ctx, 42)
+//	err := m.Do(ctx, fmt.Sprintf("order-%d", order.ID), func(ctx context.Context) error {
+//		return ship(ctx, order.ID) // ctx ends if the lease may no longer be held
 //	}, lease.Wait(3*time.Second))
 //	if errors.Is(err, lease.ErrNotAcquired) {
-//		// someone else is shipping order 42
+//		return nil // someone else is shipping this order
 //	}
+//	return err
 //
 // Every lease has a TTL (DefaultTTL, 30 s, unless TTL says otherwise;
 // NoExpiry for none) after which the store lets someone else take it, so a

@@ -3,9 +3,14 @@
 // lease per job run, held at least a minimum time) and an Elector (one
 // leader schedules everything), on any lease.Store.
 //
+//	// fragment: needs store lease.Store
 //	m := lease.NewManager(store)
-//	s, _ := gocron.NewScheduler(gocron.WithDistributedLocker(
+//	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(
 //		gocronlock.NewLocker(m, gocronlock.HoldAtLeast(5*time.Second))))
+//	if err != nil {
+//		return err
+//	}
+//	s.Start()
 //
 // Why the minimum hold: a job scheduled on N nodes fires on each at about
 // the same time, but not exactly (clock offsets, scheduler latency). A

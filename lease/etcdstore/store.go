@@ -3,8 +3,13 @@
 // machine: etcd replicates every write through Raft to a majority before
 // it answers.
 //
-//	client, _ := clientv3.New(clientv3.Config{Endpoints: endpoints})
+//	// fragment: needs endpoints []string
+//	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints})
+//	if err != nil {
+//		return err
+//	}
 //	m := lease.NewManager(etcdstore.New(client))
+//	_ = m
 //
 // It is a module of its own, so that lockplugin's root module does not
 // pull in the etcd client.

@@ -2,12 +2,27 @@
 // implementations. lockplugin's own stores pass it, and a third-party store
 // can run it from an ordinary test:
 //
-//	func TestMyStore(t *testing.T) {
-//		leasetest.Run(t, func(t *testing.T) lease.Store { return mystore.New(client) })
-//	}
+//	// fragment: needs t *testing.T, newMyStore func() lease.Store
+//	t.Run("conformance", func(t *testing.T) {
+//		leasetest.Run(t, func(t *testing.T) lease.Store { return newMyStore() })
+//	})
+//
+// It checks: free acquire; held acquire refused (through the same and
+// another store instance); release and refresh by a stranger refused;
+// fences strictly increasing; 20 races of 8 goroutines with exactly one
+// winner each; a 300-byte name, unicode names and neighbours that naive
+// collations confuse (case, accents, trailing space, a shared 200-byte
+// prefix) stay apart; a cancelled context fails; an expired lease is taken
+// over with a greater fence and the old holder's refresh and release are
+// refused; refresh extends and shortens; TTL 0 never expires; the holder's
+// repeated acquire gets the same fence and a new expiry; releasing a name
+// never held answers not-held; and, with Restart, every fence after a
+// restart is above every fence before.
 //
 // A store that implements the optional interfaces lease.GrantStore or
-// lease.Waiter gets their checks too ("Grant", "WaitFree").
+// lease.Waiter gets their checks too ("Grant", "WaitFree": a granted TTL
+// never below the asked one, the handle's refresh and release, and that
+// WaitFree waits while held and wakes on a release and on an expiry).
 //
 // The suite needs only the standard library. Each check calls newStore
 // twice and uses the two stores as two nodes of one application would, so

@@ -1,8 +1,10 @@
 // Package redisstore is a lease.Store on Redis, through go-redis: any
 // redis.UniversalClient (a single server, Sentinel, or Cluster).
 //
+//	// fragment: needs client redis.UniversalClient
 //	store := redisstore.New(client, redisstore.Prefix("myapp:lease:"))
 //	m := lease.NewManager(store)
+//	_ = m
 //
 // Each lease is one key, <prefix>{<name>}, holding the owner token with a
 // PX expiry, so that expiry follows Redis's own clock. Each name also has a

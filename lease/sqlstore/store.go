@@ -2,8 +2,13 @@
 // leases that every application server sees, with expiry decided by the
 // database's clock.
 //
-//	store, err := sqlstore.New(db)              // creates lock_leases if missing
+//	// fragment: needs db *gorm.DB
+//	store, err := sqlstore.New(db) // creates lock_leases if missing
+//	if err != nil {
+//		return err
+//	}
 //	m := lease.NewManager(store)
+//	_ = m
 //
 // Each operation is one statement that commits at once: Acquire takes a row
 // that is free, expired or already the caller's and bumps and returns the
