@@ -5,7 +5,7 @@
 //
 //	err := advisory.With(ctx, db, "nightly-invoice-run", func(conn *gorm.DB) error {
 //		return runInvoices(conn)
-//	}, advisory.Timeout(0))
+//	}, advisory.WaitAtMost(0))
 //	if errors.Is(err, advisory.ErrTimeout) {
 //		return nil // another process is running it: an ordinary answer
 //	}

@@ -171,11 +171,11 @@ func TestObserverAdvisory(t *testing.T) {
 				t.Fatal(err)
 			}
 			expect(t, rec, "acquire", "advisory wait_started", "advisory wait_ended acquired", "advisory held")
-			if _, err := advisory.Acquire(ctx, db, name, advisory.Timeout(0)); !errors.Is(err, advisory.ErrTimeout) {
+			if _, err := advisory.Acquire(ctx, db, name, advisory.WaitAtMost(0)); !errors.Is(err, advisory.ErrTimeout) {
 				t.Fatalf("second acquire: %v", err)
 			}
 			expect(t, rec, "busy", "advisory wait_started", "advisory wait_ended busy")
-			if _, err := advisory.Acquire(ctx, db, name, advisory.Timeout(time.Second)); !errors.Is(err, advisory.ErrTimeout) {
+			if _, err := advisory.Acquire(ctx, db, name, advisory.WaitAtMost(time.Second)); !errors.Is(err, advisory.ErrTimeout) {
 				t.Fatalf("waiting acquire: %v", err)
 			}
 			expect(t, rec, "timeout", "advisory wait_started", "advisory wait_ended timeout")
