@@ -9,7 +9,7 @@
 //	m := lease.NewManager(store)
 //	err := m.Do(ctx, "order-42", func(ctx context.Context) error {
 //		return ship(ctx, 42)
-//	}, lease.Wait(3*time.Second))
+//	}, lease.WaitAtMost(3*time.Second))
 //	if errors.Is(err, lease.ErrNotAcquired) {
 //		// someone else is shipping order 42
 //	}
@@ -33,7 +33,7 @@
 //     not a store call has returned: before the store can let anyone else
 //     in. KeepAlive retries failed refreshes until then.
 //   - Every store call is bounded by the Manager itself (the caller's
-//     context, Wait, the safety deadline, CallTimeout), also for clients
+//     context, WaitAtMost, the safety deadline, CallTimeout), also for clients
 //     that ignore context deadlines. A store that fails or does not answer
 //     gives an error that is not ErrNotAcquired (ErrStoreTimeout when the
 //     Manager stopped waiting), within the caller's deadline.

@@ -276,7 +276,7 @@ func TestObserverLease(t *testing.T) {
 				t.Fatalf("busy: %v", err)
 			}
 			expect(t, rec, "busy", "lease wait_started", "lease wait_ended busy")
-			if _, err := m.Acquire(ctx, lock, lease.Wait(100*time.Millisecond)); !errors.Is(err, lease.ErrNotAcquired) {
+			if _, err := m.Acquire(ctx, lock, lease.WaitAtMost(100*time.Millisecond)); !errors.Is(err, lease.ErrNotAcquired) {
 				t.Fatalf("wait: %v", err)
 			}
 			expect(t, rec, "timeout", "lease wait_started", "lease wait_ended timeout")
