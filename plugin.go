@@ -25,7 +25,8 @@ import (
 // PluginName is the name the plugin registers under in gorm.Config.Plugins.
 const PluginName = plugin.Name
 
-// Plugin is the GORM plugin returned by New.
+// Plugin is the GORM plugin returned by New. A zero Plugin is the plugin
+// with no options, as New() returns it.
 type Plugin struct {
 	cfg config
 }
@@ -37,7 +38,7 @@ type config struct {
 	observer                observe.Observer // WithObserver: observe.go
 }
 
-// Option configures the plugin.
+// Option configures the plugin. A nil Option is ignored.
 type Option func(*config)
 
 // AllowLocksOutsideTransaction turns off the ErrNotInTransaction check.
@@ -53,7 +54,9 @@ func AllowLocksOutsideTransaction() Option {
 func New(opts ...Option) *Plugin {
 	p := &Plugin{}
 	for _, o := range opts {
-		o(&p.cfg)
+		if o != nil {
+			o(&p.cfg)
+		}
 	}
 	return p
 }
