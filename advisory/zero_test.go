@@ -24,7 +24,8 @@ func TestZeroValues(t *testing.T) {
 			if err := tc.l.Release(context.Background()); !errors.Is(err, errZeroLock) || !strings.Contains(err.Error(), "advisory.Acquire") {
 				t.Errorf("Release = %v, want an error naming advisory.Acquire", err)
 			}
-			if err := tc.l.Release(nil); !errors.Is(err, errZeroLock) { //nolint:staticcheck // a nil ctx must not panic either
+			//lint:ignore SA1012 a nil ctx must not panic either
+			if err := tc.l.Release(nil); !errors.Is(err, errZeroLock) {
 				t.Errorf("Release(nil) = %v, want errZeroLock", err)
 			}
 			if got := tc.l.Name(); got != "" {

@@ -54,7 +54,7 @@ func TestWaitAtMostAndBusy(t *testing.T) {
 		{"no option", nil, false},
 		{"WaitAtMost(0)", []lease.Option{lease.WaitAtMost(0)}, false},
 		{"WaitAtMost(30ms)", []lease.Option{lease.WaitAtMost(30 * time.Millisecond)}, true},
-		{"Wait(30ms)", []lease.Option{lease.Wait(30 * time.Millisecond)}, true}, //lint:ignore SA1019 the deprecated wrapper is tested
+		{"Wait(30ms)", []lease.Option{lease.Wait(30 * time.Millisecond)}, true},
 	} {
 		_, err := m.Acquire(ctx, "i18-wait", tc.opts...)
 		var na *lease.NotAcquiredError
