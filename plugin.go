@@ -25,8 +25,8 @@ import (
 // PluginName is the name the plugin registers under in gorm.Config.Plugins.
 const PluginName = plugin.Name
 
-// Plugin is the GORM plugin returned by New. A zero Plugin is the plugin
-// with no options, as New() returns it.
+// Plugin is the GORM plugin returned by New. A zero Plugin, and a nil
+// *Plugin, are the plugin with no options, as New() returns it.
 type Plugin struct {
 	cfg config
 }
@@ -66,6 +66,9 @@ func (p *Plugin) Name() string { return PluginName }
 
 // Initialize registers the plugin's callbacks and clause builders on db.
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p == nil {
+		p = &Plugin{}
+	}
 	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction, SQLiteWriterLock: p.cfg.sqliteWriterLock}); err != nil {
 		return err
 	}

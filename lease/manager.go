@@ -98,12 +98,12 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Le
 // lease was lost, Do does not wait for that release: it runs on its own
 // goroutine, and Do returns at once.
 func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) (err error) {
-	if fn == nil {
-		return errors.New("lease: Do needs a function, got nil")
-	}
 	o, err := m.check(ctx, name, opts)
 	if err != nil {
 		return err
+	}
+	if fn == nil {
+		return errors.New("lease: Do needs a function, got nil")
 	}
 	if !o.ttlSet && o.keepAlive == 0 {
 		o.keepAlive = DefaultTTL / 3
