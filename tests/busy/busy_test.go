@@ -104,7 +104,14 @@ func TestRowLocks(t *testing.T) {
 		} else {
 			t.Logf("%s has no NOWAIT: that case does not apply", tg.Dialect)
 		}
-		busy(t, "ForUpdate(WaitAtMost(1s))", try(lockplugin.WaitAtMost(time.Second)), lockplugin.ErrLockNotAvailable)
+		err := try(lockplugin.WaitAtMost(time.Second))
+		if tg.Kind() == testdb.TiDB && errors.Is(err, lockplugin.ErrUnsupported) {
+			// TiDB refuses a bounded row-lock wait until it is verified
+			// there: no busy answer to check.
+			t.Logf("%s: %v", tg.Dialect, err)
+			return
+		}
+		busy(t, "ForUpdate(WaitAtMost(1s))", err, lockplugin.ErrLockNotAvailable)
 	})
 }
 
