@@ -24,6 +24,10 @@
 // stop when Done closes: Leading compares the clock with the deadline, so
 // it is right even just after a process pause, before Done's timer has
 // run.
+//
+// TryCampaign, when another candidate leads, returns an error matching
+// ErrNotLeader and lockplugin.ErrBusy, the one sentinel that every
+// mechanism's "someone else has it" answer matches.
 package election
 
 import (

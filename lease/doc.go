@@ -14,6 +14,18 @@
 //		// someone else is shipping order 42
 //	}
 //
+// A lease someone else holds gives an error matching both
+// lease.ErrNotAcquired and lockplugin.ErrBusy, the one sentinel that
+// every mechanism's "someone else has it" answer matches (row locks,
+// advisory locks, holds): branch on ErrBusy where the mechanism does not
+// matter. Without WaitAtMost, Acquire and Do try once and fail at once;
+// WaitAtMost(d) retries for at most d. Release is a method of the Lease;
+// releasing it again through the same handle returns nil, and finding at
+// release that it was lost (expired, taken over, force-released) returns
+// an error matching ErrLeaseLost. Nil options are ignored; invalid values
+// are returned as errors by the call; the methods of a zero or nil
+// Manager, Lease or LocalStore return errors naming their constructor.
+//
 // Every lease has a TTL (DefaultTTL, 30 s, unless TTL says otherwise;
 // NoExpiry for none) after which the store lets someone else take it, so a
 // holder that died does not block the name forever; long work refreshes it
