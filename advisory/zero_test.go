@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -48,5 +49,24 @@ func TestZeroValues(t *testing.T) {
 				t.Errorf("DB().Transaction = %v, want an error naming advisory.Acquire", err)
 			}
 		})
+	}
+}
+
+// TestOptions: a nil Option is ignored, WaitAtMost(0) tries once, no
+// option waits indefinitely, the deprecated Timeout is WaitAtMost, and a
+// negative bound is the call's error.
+func TestOptions(t *testing.T) {
+	o, err := buildOptions([]Option{nil, WaitAtMost(0), nil})
+	if err != nil || !o.wait.tryOnce() {
+		t.Fatalf("nil options around WaitAtMost(0): %+v, %v", o, err)
+	}
+	if o, err := buildOptions(nil); err != nil || !o.wait.forever {
+		t.Fatalf("no option: %+v, %v; want an indefinite wait", o, err)
+	}
+	if o, err := buildOptions([]Option{Timeout(time.Second)}); err != nil || o.wait.forever || o.wait.d != time.Second {
+		t.Fatalf("Timeout(1s): %+v, %v; want WaitAtMost(1s)", o, err)
+	}
+	if _, err := buildOptions([]Option{nil, WaitAtMost(-time.Second)}); err == nil || !strings.Contains(err.Error(), "WaitAtMost") {
+		t.Fatalf("WaitAtMost(-1s): %v, want an error naming WaitAtMost", err)
 	}
 }
