@@ -4,28 +4,29 @@ import (
 	"errors"
 	"testing"
 
-	"gorm.io/gorm"
-
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
 	"github.com/lockplugin/lockplugin/internal/lockerr"
+	"github.com/lockplugin/lockplugin/observe"
 )
 
 // TestNilPluginOptionIgnored: a nil Option is ignored, as everywhere in
 // lockplugin; the options beside it still apply.
 func TestNilPluginOptionIgnored(t *testing.T) {
-	db, err := dryrun.Open("sqlite", "")
+	var o observe.Func = func(observe.Event) {}
+	p := lockplugin.New(nil, lockplugin.WithObserver(o), nil)
+	if p.Observer() == nil {
+		t.Fatal("WithObserver beside nil options was not applied")
+	}
+	if lockplugin.New(nil, nil).Observer() != nil {
+		t.Fatal("nil options set an observer")
+	}
+	db, err := dryrun.Open("postgres", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(lockplugin.New(nil, lockplugin.SQLiteWriterLock(), nil)); err != nil {
-		t.Fatalf("New with nil options: %v", err)
-	}
-	err = db.Transaction(func(tx *gorm.DB) error {
-		return tx.Clauses(lockplugin.ForUpdate()).Find(&[]lkTask{}).Error
-	})
-	if errors.Is(err, lockplugin.ErrUnsupported) {
-		t.Fatalf("SQLiteWriterLock beside nil options was not applied: %v", err)
+	if err := db.Use(lockplugin.New(nil, lockplugin.StrictVersion(), nil)); err != nil {
+		t.Fatalf("registering a plugin made with nil options: %v", err)
 	}
 }
 
