@@ -162,7 +162,7 @@ func runTakeover(t *testing.T, name string, holder func(fn func(context.Context)
 	fault()
 	g := &grantClock{Store: rival}
 	l, err := lease.NewManager(g, lease.PollInterval(5*time.Millisecond)).
-		Acquire(context.Background(), name, lease.TTL(10*time.Second), lease.Wait(5*time.Second))
+		Acquire(context.Background(), name, lease.TTL(10*time.Second), lease.WaitAtMost(5*time.Second))
 	if err != nil {
 		t.Logf("rival: %v", err)
 		c := cancelled.Load()
