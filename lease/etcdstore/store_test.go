@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lockplugin/lockplugin/lease"
 )
 
 func TestSecondsRoundUp(t *testing.T) {
@@ -45,38 +43,6 @@ func TestInvalidOptionsReported(t *testing.T) {
 		}
 		if err := tc.s.WaitFree(ctx, "n"); err == nil {
 			t.Errorf("WaitFree on a misconfigured store: no error")
-		}
-	}
-}
-
-// TestZeroValues calls every method of a zero Store and a nil *Store:
-// each returns an error naming etcdstore.New, none panics.
-func TestZeroValues(t *testing.T) {
-	ctx := context.Background()
-	g := lease.Grant{Fence: 1, TTL: time.Second}
-	for name, s := range map[string]*Store{"Store{}": {}, "(*Store)(nil)": nil} {
-		for method, call := range map[string]func() error{
-			"Acquire":      func() error { _, _, err := s.Acquire(ctx, "i18_zero", "o", time.Second); return err },
-			"AcquireGrant": func() error { _, _, err := s.AcquireGrant(ctx, "i18_zero", "o", time.Second); return err },
-			"Release":      func() error { _, err := s.Release(ctx, "i18_zero", "o"); return err },
-			"ReleaseGrant": func() error { _, err := s.ReleaseGrant(ctx, "i18_zero", "o", g); return err },
-			"Refresh":      func() error { _, err := s.Refresh(ctx, "i18_zero", "o", time.Second); return err },
-			"RefreshGrant": func() error { _, _, err := s.RefreshGrant(ctx, "i18_zero", "o", g, time.Second); return err },
-			"WaitFree":     func() error { return s.WaitFree(ctx, "i18_zero") },
-		} {
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Errorf("%s.%s panicked: %v", name, method, r)
-					}
-				}()
-				if err := call(); err == nil || !strings.Contains(err.Error(), "etcdstore.New") {
-					t.Errorf("%s.%s = %v, want an error naming etcdstore.New", name, method, err)
-				}
-			}()
-		}
-		if k := s.Key("n"); k != DefaultPrefix+"n" {
-			t.Errorf("%s.Key = %q, want New's default", name, k)
 		}
 	}
 }
