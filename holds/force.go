@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -48,9 +49,31 @@ func ForceRelease(ctx context.Context, db *gorm.DB, resourceType, resourceID, ho
 	if holder != "" {
 		q, args = c.q.forceReleaseHolder, append(args, holder)
 	}
-	n, err := c.runner(c.pool).exec(c.ctx, q, args...)
+	r := c.runner(c.pool)
+	var ids []int64
+	err = r.rows(c.ctx, q, args, func(rows *sql.Rows) error {
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
 	if err != nil {
-		return 0, fmt.Errorf("holds: force-releasing holds on %s %s in %s on %s: %w", resourceType, resourceID, cfg.table, c.d, ctxError(c.ctx, err))
+		return 0, fmt.Errorf("holds: listing the holds on %s %s in %s on %s: %w", resourceType, resourceID, cfg.table, c.d, ctxError(c.ctx, err))
+	}
+	// One statement per hold, by id, each ending it only while it is
+	// active: a hold released meanwhile is not counted.
+	var n int64
+	for _, id := range ids {
+		m, err := r.exec(c.ctx, c.q.release, id)
+		if err != nil {
+			observeForced(db, resourceType+"/"+resourceID, n)
+			return int(n), fmt.Errorf("holds: force-releasing hold %d on %s %s in %s on %s (%d ended before): %w", id, resourceType, resourceID, cfg.table, c.d, n, ctxError(c.ctx, err))
+		}
+		n += m
 	}
 	observeForced(db, resourceType+"/"+resourceID, n)
 	return int(n), nil

@@ -95,10 +95,13 @@ func lostError(doing string, id int64, table string, at, exp sql.NullInt64, now 
 func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
 
 // Extend moves the expiry of an active hold to ttl from now, by the database
-// clock; a ttl of zero removes the expiry. A hold that was released or has
-// expired cannot be extended (ErrNotActive): its slot may already be
-// someone else's. On success h.ExpiresAt is set from the database. The
-// holds table is found as Release finds it.
+// clock; a ttl of zero removes the expiry. It is the package form of
+// (*Hold).Extend, for a Hold built by hand. A hold that is not active
+// cannot be extended, since its slot may already be someone else's: one
+// this handle released is refused with ErrNotActive, one that expired or
+// was ended elsewhere (ForceRelease) with an error matching both ErrLost and
+// ErrNotActive. On success h.ExpiresAt is set from the database. The holds
+// table is found as Release finds it.
 //
 // Extend queues on the resource's row lock, as Acquire does, so that no
 // acquirer can count the hold as expired while its extension is still to be

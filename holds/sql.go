@@ -224,16 +224,18 @@ func (s statements) release() string {
 	return "UPDATE " + s.holds + " SET released_at = " + s.now + " WHERE id = ? AND " + s.active()
 }
 
-// forceRelease marks every active hold of a resource released, by an
-// operator's decision. Arguments: resource type, resource id.
-// forceReleaseHolder does it for one holder's. Arguments: resource type,
-// resource id, holder.
+// forceRelease lists the active holds of a resource, for ForceRelease to
+// end one by one by id (release): an UPDATE over the resource's index range
+// would lock the index before the rows, the opposite order of a Release by
+// id, and InnoDB deadlocks the two. Arguments: resource type, resource id.
+// forceReleaseHolder lists one holder's. Arguments: resource type, resource
+// id, holder.
 func (s statements) forceRelease() string {
-	return "UPDATE " + s.holds + " SET released_at = " + s.now + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
+	return "SELECT id FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active() + " ORDER BY id"
 }
 
 func (s statements) forceReleaseHolder() string {
-	return s.forceRelease() + " AND " + s.holderIs()
+	return "SELECT id FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active() + " AND " + s.holderIs() + " ORDER BY id"
 }
 
 // expiredUnmarked lists a resource's holds whose TTL has passed by the

@@ -208,7 +208,7 @@ func TestGrantSQL(t *testing.T) {
 	if got := pg.compiled().releaseReturning; got != `UPDATE "app_holds" SET released_at = `+now+` WHERE id = $1 AND `+active+` RETURNING released_at` {
 		t.Errorf("release: %s", got)
 	}
-	if got := pg.compiled().forceReleaseHolder; got != `UPDATE "app_holds" SET released_at = `+now+` WHERE resource_type = $1 AND resource_id = $2 AND `+active+` AND holder = $3` {
+	if got := pg.compiled().forceReleaseHolder; got != `SELECT id FROM "app_holds" WHERE resource_type = $1 AND resource_id = $2 AND `+active+` AND holder = $3 ORDER BY id` {
 		t.Errorf("force release: %s", got)
 	}
 	if got := pg.compiled().markExpired; got != `UPDATE "app_holds" SET released_at = expires_at WHERE id = $1 AND released_at IS NULL AND expires_at IS NOT NULL` {
