@@ -228,7 +228,7 @@ func TestObserverHolds(t *testing.T) {
 			if e := rec.lastOf(observe.HoldGranted); e.Name != fmt.Sprint("i17_obs_seats/", s.ID) {
 				t.Fatalf("granted event %+v", e)
 			}
-			if h2, err := holds.Acquire(ctx, db, &s, "bob", in); err != nil || h2 != nil {
+			if h2, err := holds.Acquire(ctx, db, &s, "bob", in); !errors.Is(err, holds.ErrFull) || h2 != nil {
 				t.Fatalf("full: %v %v", h2, err)
 			}
 			expect(t, rec, "full", "holds hold_full")
