@@ -305,7 +305,17 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	}
 	l.cancel(errReleased) // the work is over: Done closes now
 	l.state.Unlock()
-	defer l.observeRelease(&err)
+	err = l.releaseStore(ctx, deadline, lost)
+	if l.m.obs != nil {
+		l.observeRelease(&err)
+	}
+	return err
+}
+
+// releaseStore is the store phase of Release. It is a function of its own
+// so that Release has no defer beyond the open-coded ones: one more pushed
+// an unobserved lease cycle 1.4% over the code before observers (callgrind).
+func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error) (err error) {
 	if left := time.Until(l.holdUntil); lost == nil && !l.holdUntil.IsZero() && left > 0 {
 		return l.hold(ctx, left) // HoldAtLeast: hold.go
 	}
