@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/internal/plugin"
 
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 // RetryOnConflict runs fn in a transaction and runs it again, in a new

@@ -3,7 +3,7 @@ package lockplugin
 import (
 	"gorm.io/gorm/clause"
 
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 // Version is an optimistic-locking version column: embed it in a model

@@ -13,8 +13,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/internal/version"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/version"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/internal/dryrun"
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 type Book struct {

@@ -7,7 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin"
-	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 )
 
 // A lock limited to one table of a join: FOR UPDATE OF "orders" on

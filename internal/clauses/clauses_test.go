@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
-	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
 )
 
