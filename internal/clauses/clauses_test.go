@@ -111,7 +111,7 @@ func TestRegister(t *testing.T) {
 	if err := clauses.Register(db, clauses.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := render(db, clauses.ForUpdate()); !errors.Is(err, clauses.ErrNotRegistered) {
+	if _, err := render(db, clauses.ForUpdate()); !errors.Is(err, lockplugin.ErrNotRegistered) {
 		t.Fatalf("want ErrNotRegistered, got %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/internal/dryrun"
+	"github.com/lockplugin/lockplugin/internal/plugin"
 	"github.com/lockplugin/lockplugin/internal/version"
 )
 
@@ -188,7 +189,7 @@ func TestNotRegistered(t *testing.T) {
 		"update": db.Save(&Book{ID: 1, Title: "x", Version: 1}),
 		"delete": db.Delete(&Book{ID: 1, Version: 1}),
 	} {
-		if !errors.Is(tx.Error, version.ErrNotRegistered) {
+		if !errors.Is(tx.Error, plugin.ErrNotRegistered) {
 			t.Errorf("%s: got %v, want ErrNotRegistered", name, tx.Error)
 		}
 		if !strings.Contains(tx.Error.Error(), name+" of Book") {
