@@ -6,7 +6,7 @@
 //	// fragment: needs ctx context.Context, db *gorm.DB
 //	err := advisory.With(ctx, db, "nightly-invoices", func(conn *gorm.DB) error {
 //		return runNightlyInvoices(conn) // conn is the connection that holds the lock
-//	}, advisory.Timeout(0)) // try once
+//	}, advisory.WaitAtMost(0)) // try once
 //	if errors.Is(err, advisory.ErrTimeout) {
 //		return nil // another process is running it: an ordinary answer
 //	}

@@ -44,7 +44,8 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// Option configures Run.
+// Option configures Run. A nil Option is ignored; an invalid value fails
+// the test before any check runs.
 type Option func(*config)
 
 type config struct {
@@ -100,7 +101,12 @@ func Run(t *testing.T, newStore func(t *testing.T) lease.Store, opts ...Option) 
 	t.Helper()
 	cfg := config{prefix: "leasetest", ttl: 250 * time.Millisecond, races: 20, racers: 8, expiryLimit: 5 * time.Second}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil { // a nil Option is ignored, as everywhere in lockplugin
+			o(&cfg)
+		}
+	}
+	if cfg.ttl <= 0 || cfg.races <= 0 || cfg.racers <= 0 {
+		t.Fatalf("leasetest: ShortTTL must be positive (got %v) and Races' counts too (got %d races of %d goroutines)", cfg.ttl, cfg.races, cfg.racers)
 	}
 	// One store, only to learn which optional interfaces it implements.
 	probe := newStore(t)
