@@ -48,8 +48,12 @@ type ConcurrencyError struct {
 	reread error
 }
 
-// Error says what was stale and, when the row could be read again, why.
+// Error says what was stale and, when the row could be read again, why. A
+// nil *ConcurrencyError says ErrConcurrency's message.
 func (e *ConcurrencyError) Error() string {
+	if e == nil {
+		return ErrConcurrency.Error()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "lockplugin: concurrent modification: stale %s of %s", e.Op, e.Table)
 	if len(e.PrimaryKey) > 0 {

@@ -286,6 +286,7 @@ func TestConcurrencyErrorMessages(t *testing.T) {
 			"lockplugin: concurrent modification: stale delete of books (primary key 7 x) read at version 1; the row has been deleted since"},
 		{&version.ConcurrencyError{Op: "update", Table: "books", Version: 4, Current: 4},
 			"lockplugin: concurrent modification: stale update of books read at version 4; the row is still at that version, so the statement's other conditions matched no row"},
+		{nil, "lockplugin: concurrent modification"}, // a nil pointer says the sentinel's message, no panic
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {
