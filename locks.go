@@ -5,7 +5,7 @@ import (
 
 	"gorm.io/gorm/clause"
 
-	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 )
 
 // LockOption changes how a row lock behaves: NoWait, SkipLocked, Of,
