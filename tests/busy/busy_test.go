@@ -230,16 +230,7 @@ func TestHoldsFull(t *testing.T) {
 
 		h, err = holds.Acquire(ctx, tg.DB, seat, "holder-b", in)
 		require.Nil(t, h, "a hold granted beyond the capacity")
-		if err == nil {
-			// TODO(coordinator): remove this branch once holds.ErrFull has
-			// landed (the holds helper's branch): a full resource then
-			// answers (nil, err), and the old (nil, nil) must fail here.
-			t.Log("holds answered full with the old (nil, nil); accepted until holds.ErrFull lands")
-			return
-		}
-		// TODO(coordinator): with holds.ErrFull on main, check the
-		// mechanism's own sentinel too: busy(t, "Acquire on a full resource", err, holds.ErrFull).
-		require.ErrorIs(t, err, lockplugin.ErrBusy, "Acquire on a full resource")
+		busy(t, "Acquire on a full resource", err, holds.ErrFull)
 		t.Logf("Acquire on a full resource: %v", err)
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/election"
+	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/etcdstore"
 	"github.com/lockplugin/lockplugin/lease/leasetest"
@@ -47,6 +48,7 @@ var packages = map[string]string{
 	"redisstore": "../../lease/redisstore",
 	"sqlstore":   "../../lease/sqlstore",
 	"etcdstore":  "../../lease/etcdstore",
+	"holds":      "../../holds",
 }
 
 // zeroType is one exported type with methods, and what its zero value
@@ -69,6 +71,7 @@ var types = map[string]zeroType{
 	"redisstore.Store":       {reflect.TypeFor[redisstore.Store](), "redisstore.New"},
 	"sqlstore.Store":         {reflect.TypeFor[sqlstore.Store](), "sqlstore.New"},
 	"etcdstore.Store":        {reflect.TypeFor[etcdstore.Store](), "etcdstore.New"},
+	"holds.Hold":             {reflect.TypeFor[holds.Hold](), "holds.Acquire"},
 }
 
 var _ = leasetest.Run // leasetest has no exported type with methods; it is listed in packages
