@@ -183,18 +183,7 @@ func lockResource(ctx context.Context, r runner, st statements, res resource) (i
 			return 0, fmt.Errorf("%w: no row %s = %s in %s", ErrNotFound, res.key, res.id, res.table)
 		}
 	}
-	var row Holdable
-	err := r.rows(ctx, read, []any{res.pk}, func(rows *sql.Rows) (err error) {
-		row, err = res.scan(ctx, rows)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	if row == nil {
-		return 0, fmt.Errorf("%w: no row %s = %s in %s", ErrNotFound, res.key, res.id, res.table)
-	}
-	return row.HoldCapacity(), nil
+	return capacityOf(ctx, r, read, res)
 }
 
 // checkIsolation refuses a caller's transaction that reads one snapshot

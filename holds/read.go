@@ -77,8 +77,15 @@ func IsFull(ctx context.Context, db *gorm.DB, resource Holdable, opts ...Option)
 // capacity as HoldCapacity says of the row as stored: what lockResource
 // returns under the lock.
 func readCapacity(ctx context.Context, r runner, st statements, res resource) (int, error) {
+	return capacityOf(ctx, r, st.readStatement(res.table, res.key), res)
+}
+
+// capacityOf runs read, a statement that selects the resource's row by its
+// key, and returns HoldCapacity of the row it finds (ErrNotFound without
+// one). Acquire, IsFull and Available all ask it, so that they agree.
+func capacityOf(ctx context.Context, r runner, read string, res resource) (int, error) {
 	var row Holdable
-	err := r.rows(ctx, st.readStatement(res.table, res.key), []any{res.pk}, func(rows *sql.Rows) (err error) {
+	err := r.rows(ctx, read, []any{res.pk}, func(rows *sql.Rows) (err error) {
 		row, err = res.scan(ctx, rows)
 		return err
 	})
