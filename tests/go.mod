@@ -61,7 +61,7 @@ require (
 	github.com/docker/go-connections v0.5.0 // indirect
 	github.com/docker/go-units v0.5.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
-	github.com/glebarez/go-sqlite v1.21.2 // indirect
+	github.com/glebarez/go-sqlite v1.21.2
 	github.com/go-viper/mapstructure/v2 v2.1.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang-sql/civil v0.0.0-20220223132316-b832511892a9 // indirect
@@ -75,6 +75,7 @@ require (
 	github.com/jinzhu/now v1.1.5 // indirect
 	github.com/lockplugin/lockplugin/integrations/gocronlock v0.0.0
 	github.com/lockplugin/lockplugin/lease/etcdstore v0.0.0
+	github.com/lockplugin/lockplugin/lease/redisstore v0.0.0
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/sys/user v0.3.0 // indirect
@@ -104,3 +105,5 @@ replace github.com/lockplugin/lockplugin => ../
 replace github.com/lockplugin/lockplugin/lease/etcdstore => ../lease/etcdstore
 
 replace github.com/lockplugin/lockplugin/integrations/gocronlock => ../integrations/gocronlock
+
+replace github.com/lockplugin/lockplugin/lease/redisstore => ../lease/redisstore
