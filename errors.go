@@ -9,9 +9,12 @@ import (
 // ErrBusy is matched by errors.Is for every answer, from any mechanism on
 // any database, that means "someone else holds it": ErrLockNotAvailable
 // (a row lock under NOWAIT or a bounded wait), advisory.ErrTimeout,
-// lease.ErrNotAcquired and holds.ErrFull. Each mechanism's own sentinel
-// still matches too; branch on ErrBusy where the mechanism does not matter
-// (a 409 Conflict, a job that is already running elsewhere).
+// lease.ErrNotAcquired, election.ErrNotLeader and holds.ErrFull. Each
+// mechanism's own sentinel still matches too; branch on ErrBusy where the
+// mechanism does not matter (a 409 Conflict, a job that is already running
+// elsewhere). Every mechanism's wait option is WaitAtMost: without it a row
+// lock and an advisory lock wait (bounded by the context), a lease fails at
+// once; WaitAtMost(0) tries once.
 var ErrBusy = lockerr.ErrBusy
 
 // ErrUnsupported is matched by errors.Is when the database cannot do what
@@ -23,7 +26,7 @@ type UnsupportedError = dialects.UnsupportedError
 
 // ErrLockNotAvailable is matched by errors.Is when NOWAIT met a locked row or
 // a lock wait timed out, on any database. The driver's error is still
-// reachable with errors.As.
+// reachable with errors.As. It also matches ErrBusy.
 var ErrLockNotAvailable = dialects.ErrLockNotAvailable
 
 // ErrNotRegistered is matched by errors.Is when a lock clause or a versioned

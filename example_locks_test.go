@@ -8,7 +8,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin"
-	"github.com/lockplugin/lockplugin/internal/dryrun"
 )
 
 // Job is a row of a work queue.
@@ -17,41 +16,36 @@ type Job struct {
 	State string
 }
 
-// One lock, written once, rendered for each database (here through GORM's
-// DryRun on stand-in dialectors, so the example runs without a server).
+// One lock, written once, rendered for the database behind db:
+// FOR UPDATE SKIP LOCKED on PostgreSQL, MySQL 8 and MariaDB 10.6+, table
+// hints (XLOCK, ROWLOCK, READPAST) on SQL Server, and ErrUnsupported before
+// any SQL where the database cannot lock rows (SQLite without
+// SQLiteWriterLock). Session{DryRun: true} shows the SQL without sending it.
 func ExampleForUpdate() {
-	for _, d := range []struct{ name, version string }{
-		{"postgres", ""}, {"mysql", "10.11.6-MariaDB"}, {"sqlserver", ""}, {"sqlite", ""},
-	} {
-		db, _ := dryrun.Open(d.name, d.version)
-		_ = db.Use(lockplugin.New())
+	var db *gorm.DB // opened with your dialector, then db.Use(lockplugin.New())
 
-		var jobs []Job
-		tx := db.Clauses(lockplugin.ForUpdate(lockplugin.SkipLocked)).Where("state = ?", "queued").Find(&jobs)
-		if errors.Is(tx.Error, lockplugin.ErrUnsupported) {
-			fmt.Println(tx.Error)
-			continue
-		}
-		fmt.Println(tx.Statement.SQL.String())
+	var jobs []Job
+	tx := db.Session(&gorm.Session{DryRun: true}).
+		Clauses(lockplugin.ForUpdate(lockplugin.SkipLocked)).Where("state = ?", "queued").Find(&jobs)
+	if errors.Is(tx.Error, lockplugin.ErrUnsupported) {
+		fmt.Println(tx.Error) // names the database, the lock and what to do instead
+		return
 	}
-	// Output:
-	// SELECT * FROM "jobs" WHERE state = $1 FOR UPDATE SKIP LOCKED
-	// SELECT * FROM `jobs` WHERE state = ? FOR UPDATE SKIP LOCKED
-	// SELECT * FROM [jobs] WITH (XLOCK, ROWLOCK, READPAST) WHERE state = @p1
-	// lockplugin: FOR UPDATE is not supported on SQLite (SQLite has no row locks; lockplugin.New(lockplugin.SQLiteWriterLock()) makes such reads take the database's writer lock instead)
+	fmt.Println(tx.Statement.SQL.String())
 }
 
-// MariaDB has no FOR SHARE: the share lock is phrased LOCK IN SHARE MODE,
-// and its options are kept.
+// MariaDB has no FOR SHARE: there the share lock is phrased LOCK IN SHARE
+// MODE, and its options are kept (LOCK IN SHARE MODE NOWAIT).
 func ExampleForShare() {
-	db, _ := dryrun.Open("mysql", "10.11.6-MariaDB")
-	_ = db.Use(lockplugin.New())
+	var db *gorm.DB // opened with your dialector, then db.Use(lockplugin.New())
 
-	var job Job
-	tx := db.Clauses(lockplugin.ForShare(lockplugin.NoWait)).Where("id = ?", 7).Find(&job)
-	fmt.Println(tx.Statement.SQL.String())
-	// Output:
-	// SELECT * FROM `jobs` WHERE id = ? LOCK IN SHARE MODE NOWAIT
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var job Job
+		return tx.Clauses(lockplugin.ForShare(lockplugin.NoWait)).Where("id = ?", 7).Find(&job).Error
+	})
+	if errors.Is(err, lockplugin.ErrLockNotAvailable) {
+		fmt.Println("job 7 is locked for update by someone else")
+	}
 }
 
 // Claiming a batch of jobs from a queue: each worker locks up to ten
@@ -105,15 +99,19 @@ func ExampleForUpdate_generics() {
 	})
 }
 
-// A query built with a lock can be reused without it.
+// A query built with a lock can be reused without it. Session makes the
+// built query reusable: without it, the first use would consume the
+// statement (and its lock) and the second would start from what is left.
 func ExampleNoLock() {
-	db, _ := dryrun.Open("postgres", "")
-	_ = db.Use(lockplugin.New())
+	var db *gorm.DB // opened with your dialector, then db.Use(lockplugin.New())
 
-	queued := db.Clauses(lockplugin.ForUpdate()).Where("state = ?", "queued").Session(&gorm.Session{})
-	var n int64
-	tx := queued.Clauses(lockplugin.NoLock()).Model(&Job{}).Count(&n)
-	fmt.Println(tx.Statement.SQL.String())
-	// Output:
-	// SELECT count(*) FROM "jobs" WHERE state = $1
+	_ = db.Transaction(func(tx *gorm.DB) error {
+		queued := tx.Model(&Job{}).Clauses(lockplugin.ForUpdate()).Where("state = ?", "queued").Session(&gorm.Session{})
+		var n int64
+		if err := queued.Clauses(lockplugin.NoLock()).Count(&n).Error; err != nil { // no lock: PostgreSQL refuses FOR UPDATE on count(*)
+			return err
+		}
+		var jobs []Job
+		return queued.Limit(int(n)).Find(&jobs).Error // still locked
+	})
 }

@@ -20,7 +20,12 @@ func WithObserver(o observe.Observer) Option {
 }
 
 // Observer returns the Observer set with WithObserver, or nil.
-func (p *Plugin) Observer() observe.Observer { return p.cfg.observer }
+func (p *Plugin) Observer() observe.Observer {
+	if p == nil {
+		return nil
+	}
+	return p.cfg.observer
+}
 
 // observeCallback is the name of the callbacks that report conflicts.
 const observeCallback = "lockplugin:observe"

@@ -5,7 +5,10 @@
 //
 // Register it once:
 //
-//	db.Use(lockplugin.New())
+//	// fragment: needs db *gorm.DB
+//	if err := db.Use(lockplugin.New()); err != nil {
+//		return err
+//	}
 //
 // It never silently drops a lock it was asked for: where a database cannot
 // do what a query asks, the query fails with ErrUnsupported before any SQL is
@@ -25,7 +28,8 @@ import (
 // PluginName is the name the plugin registers under in gorm.Config.Plugins.
 const PluginName = plugin.Name
 
-// Plugin is the GORM plugin returned by New.
+// Plugin is the GORM plugin returned by New. A zero Plugin, and a nil
+// *Plugin, are the plugin with no options, as New() returns it.
 type Plugin struct {
 	cfg config
 }
@@ -37,7 +41,7 @@ type config struct {
 	observer                observe.Observer // WithObserver: observe.go
 }
 
-// Option configures the plugin.
+// Option configures the plugin. A nil Option is ignored.
 type Option func(*config)
 
 // AllowLocksOutsideTransaction turns off the ErrNotInTransaction check.
@@ -53,7 +57,9 @@ func AllowLocksOutsideTransaction() Option {
 func New(opts ...Option) *Plugin {
 	p := &Plugin{}
 	for _, o := range opts {
-		o(&p.cfg)
+		if o != nil {
+			o(&p.cfg)
+		}
 	}
 	return p
 }
@@ -63,6 +69,9 @@ func (p *Plugin) Name() string { return PluginName }
 
 // Initialize registers the plugin's callbacks and clause builders on db.
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p == nil {
+		p = &Plugin{}
+	}
 	if err := clauses.Register(db, clauses.Config{AllowOutsideTransaction: p.cfg.allowOutsideTransaction, SQLiteWriterLock: p.cfg.sqliteWriterLock}); err != nil {
 		return err
 	}

@@ -3,12 +3,14 @@
 // time" across processes and servers (a cron entry deployed on three hosts, a
 // queue dispatcher, a migration guard).
 //
-//	err := advisory.With(ctx, db, "nightly-invoice-run", func(conn *gorm.DB) error {
-//		return runInvoices(conn)
-//	}, advisory.Timeout(0))
+//	// fragment: needs ctx context.Context, db *gorm.DB
+//	err := advisory.With(ctx, db, "nightly-invoices", func(conn *gorm.DB) error {
+//		return runNightlyInvoices(conn) // conn is the connection that holds the lock
+//	}, advisory.WaitAtMost(0)) // try once
 //	if errors.Is(err, advisory.ErrTimeout) {
 //		return nil // another process is running it: an ordinary answer
 //	}
+//	return err
 //
 // A lock belongs to a database session, not to a transaction. With pins one
 // connection from the write pool (the source, when gorm.io/plugin/dbresolver
@@ -22,15 +24,27 @@
 // Per database:
 //
 //   - PostgreSQL: pg_advisory_lock / pg_try_advisory_lock on a 63-bit key
-//     taken from the SHA-256 of the name (see PostgresKey). A wait is bounded
-//     by lock_timeout, set for the one statement that waits.
+//     taken from the SHA-256 of the name (see PostgresKey, which also shows
+//     how to find a lock in pg_locks). A wait is bounded by lock_timeout,
+//     set for the one statement that waits (a local setting that ends with
+//     that statement's implicit transaction, even on error); an indefinite
+//     wait overrides a lock_timeout configured on the server, database or
+//     role.
 //   - MySQL and MariaDB: GET_LOCK / RELEASE_LOCK. Waits are whole seconds
-//     (a sub-second timeout rounds up); "wait indefinitely" is a year.
+//     (a sub-second timeout rounds up, never down: 300 ms waits 1 s);
+//     "wait indefinitely" is a year. IS_USED_LOCK(name) shows the holder's
+//     connection id.
 //   - SQL Server: sp_getapplock / sp_releaseapplock with @LockOwner =
-//     'Session' and @LockMode = 'Exclusive'.
+//     'Session' and @LockMode = 'Exclusive'. Return codes are mapped: 0 and 1
+//     granted, -1 ErrTimeout, -2 cancelled, -3 deadlock victim, -999 call
+//     error. APPLOCK_TEST('public', name, 'Exclusive', 'Session') tells
+//     whether a lock is free.
 //   - Oracle: DBMS_LOCK.ALLOCATE_UNIQUE and DBMS_LOCK.REQUEST with
 //     release_on_commit => FALSE; the user needs GRANT EXECUTE ON
-//     SYS.DBMS_LOCK.
+//     SYS.DBMS_LOCK. ALLOCATE_UNIQUE commits, which is harmless on the
+//     freshly pinned connection; release uses the handle and does not
+//     commit. Oracle is covered by exact-SQL tests only: no GORM Oracle
+//     dialector is available to the project's CI.
 //   - SQLite: ErrUnsupported, and fn is not run.
 //
 // A wait that fails is not taken at its word. PostgreSQL can raise 55P03
@@ -48,7 +62,8 @@
 // Cancelling a MySQL or MariaDB wait ends the server's waiting thread with
 // KILL QUERY, sent on a connection opened for it from the DSN GORM's
 // dialector was given, so it does not queue behind an exhausted pool
-// (a pool handed to GORM ready-made falls back to the pool, for at most 2 s).
+// (a pool handed to GORM ready-made, or a dbresolver source, falls back to
+// the pool, for at most 2 s).
 //
 // Names reach the database as they are (PostgreSQL excepted, which takes a
 // number): a name the server finds too long comes back as the server's own
@@ -65,5 +80,10 @@
 // WithTx takes a transaction-scoped lock instead, released by COMMIT or
 // ROLLBACK, for connection poolers in transaction mode (PgBouncer) where a
 // session lock would outlive the client's transaction on a shared server
-// connection.
+// connection. It exists on PostgreSQL (pg_advisory_xact_lock, or
+// pg_try_advisory_xact_lock to try once) and SQL Server (@LockOwner =
+// 'Transaction'); elsewhere it is ErrUnsupported. On PostgreSQL a bounded
+// wait that runs out is a statement error and aborts the transaction (trying
+// once does not), and the transaction's own lock_timeout is restored after a
+// successful wait. Within one transaction the lock is re-entrant.
 package advisory

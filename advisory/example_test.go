@@ -23,7 +23,7 @@ func ExampleWith() {
 	err := advisory.With(ctx, db, "nightly-invoice-run", func(conn *gorm.DB) error {
 		// conn runs on the connection that holds the lock.
 		return conn.Exec("UPDATE invoices SET state = 'sent' WHERE state = 'due'").Error
-	}, advisory.Timeout(0))
+	}, advisory.WaitAtMost(0))
 	switch {
 	case errors.Is(err, advisory.ErrTimeout):
 		log.Print("another server is running it")
@@ -33,11 +33,11 @@ func ExampleWith() {
 }
 
 // Wait at most five seconds for the lock, then give up.
-func ExampleTimeout() {
+func ExampleWaitAtMost() {
 	ctx := context.Background()
 	err := advisory.With(ctx, db, "rebuild-search-index", func(conn *gorm.DB) error {
 		return conn.Exec("REFRESH MATERIALIZED VIEW search_index").Error
-	}, advisory.Timeout(5*time.Second))
+	}, advisory.WaitAtMost(5*time.Second))
 	if errors.Is(err, advisory.ErrTimeout) {
 		log.Print("still busy after 5s")
 	}
@@ -64,7 +64,7 @@ func ExampleAcquire() {
 // Behind PgBouncer in transaction mode, take the lock for one transaction.
 func ExampleWithTx() {
 	err := db.Transaction(func(tx *gorm.DB) error {
-		if err := advisory.WithTx(tx, "account-42", advisory.Timeout(2*time.Second)); err != nil {
+		if err := advisory.WithTx(tx, "account-42", advisory.WaitAtMost(2*time.Second)); err != nil {
 			return err
 		}
 		return tx.Exec("UPDATE accounts SET balance = balance - 10 WHERE id = 42").Error

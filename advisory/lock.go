@@ -21,7 +21,9 @@ import (
 const releaseTimeout = 10 * time.Second
 
 // Lock is a session-scoped advisory lock held on one pinned connection.
-// Release it exactly once; until then the connection stays out of the pool.
+// Release it; until then the connection stays out of the pool. A Lock is
+// made by Acquire: the methods of a zero Lock or a nil *Lock return errors
+// naming Acquire (DB: a *gorm.DB whose every statement fails with it).
 type Lock struct {
 	name    string
 	dialect dialects.Dialect
@@ -62,22 +64,36 @@ func Acquire(ctx context.Context, db *gorm.DB, name string, opts ...Option) (*Lo
 // acquisitions of the same name fail with ErrReentrant) but not ctx's
 // cancellation; use WithContext to bound individual statements. It must not
 // be used after Release.
-func (l *Lock) DB() *gorm.DB { return l.db }
+func (l *Lock) DB() *gorm.DB {
+	if l == nil || l.db == nil {
+		return zeroLockDB().Session(&gorm.Session{})
+	}
+	return l.db
+}
 
-// Name returns the lock's name.
-func (l *Lock) Name() string { return l.name }
+// Name returns the lock's name ("" for a Lock not made by Acquire).
+func (l *Lock) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Release releases the lock and returns its connection to the pool. It runs
 // even when ctx is already cancelled (bounded by a timeout of its own). When
 // the database cannot confirm the release, the connection is closed instead
 // of being pooled, so that ending the session frees the lock. A nil ctx is
-// taken as context.Background(). A second Release returns an error matching
-// ErrNotHeld.
+// taken as context.Background(). Releasing a Lock this handle released
+// before does nothing and returns nil; an error matching ErrNotHeld means
+// the session had lost the lock (the work may have run unprotected).
 func (l *Lock) Release(ctx context.Context) (released error) {
+	if l == nil || l.conn == nil || l.held == nil {
+		return errZeroLock
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
-		return lockError(l.dialect, l.name, fmt.Errorf("%w (already released)", ErrNotHeld))
+		return nil
 	}
 	l.done = true
 	l.held.released.Store(true)
@@ -122,7 +138,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 			return err
 		}
 		if code < 0 {
-			return fmt.Errorf("%w: sp_releaseapplock returned %d", ErrNotHeld, code)
+			return answer(ErrNotHeld, ": sp_releaseapplock returned "+strconv.FormatInt(code, 10))
 		}
 	case dialects.Oracle:
 		var code int64
@@ -132,7 +148,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 		switch code {
 		case 0:
 		case 4:
-			return fmt.Errorf("%w: DBMS_LOCK.RELEASE returned 4 (lock not owned)", ErrNotHeld)
+			return answer(ErrNotHeld, ": DBMS_LOCK.RELEASE returned 4 (lock not owned)")
 		default:
 			return fmt.Errorf("DBMS_LOCK.RELEASE returned %d (%s)", code, oracleCode(code))
 		}
@@ -275,7 +291,7 @@ func (l *Lock) lock(ctx context.Context, pool *sql.DB, steps []statement, w wait
 		return cerr
 	}
 	if dialects.IsLockNotAvailable(err) { // 55P03: lock_timeout ran out
-		return fmt.Errorf("%w (%v)", ErrTimeout, err)
+		return answer(ErrTimeout, " ("+err.Error()+")")
 	}
 	return err
 }

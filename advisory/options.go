@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Option configures one acquisition.
+// Option configures one acquisition. A nil Option is ignored; an invalid
+// value is returned as an error by the call it is passed to.
 type Option func(*options)
 
 type options struct {
@@ -13,20 +14,27 @@ type options struct {
 	err  error
 }
 
-// Timeout bounds how long an acquisition waits for a lock that another
-// session holds. Without it the wait is indefinite (bounded only by the
-// context); Timeout(0) tries once and gives up at once; a positive d waits
-// at most d (MySQL and MariaDB wait whole seconds, rounding up; Oracle too).
-// A negative d is an error.
-func Timeout(d time.Duration) Option {
+// WaitAtMost bounds how long an acquisition waits for a lock that another
+// session holds: at most d, after which it fails with an error matching
+// ErrTimeout (and lockplugin.ErrBusy). Without it the wait is indefinite
+// (bounded only by the context); WaitAtMost(0) tries once and gives up at
+// once; a positive d waits at most d (MySQL and MariaDB wait whole seconds,
+// rounding up; Oracle too). A negative d is an error returned by the call.
+func WaitAtMost(d time.Duration) Option {
 	return func(o *options) {
 		if d < 0 {
-			o.err = fmt.Errorf("advisory: negative timeout %v", d)
+			o.err = fmt.Errorf("advisory: WaitAtMost must not be negative, got %v", d)
 			return
 		}
 		o.wait = wait{d: d}
 	}
 }
+
+// Timeout is WaitAtMost.
+//
+// Deprecated: use WaitAtMost, the name every lockplugin mechanism uses for
+// its wait.
+func Timeout(d time.Duration) Option { return WaitAtMost(d) }
 
 func buildOptions(opts []Option) (options, error) {
 	o := options{wait: wait{forever: true}}

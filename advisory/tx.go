@@ -1,8 +1,6 @@
 package advisory
 
 import (
-	"fmt"
-
 	"github.com/lockplugin/lockplugin/internal/plugin"
 
 	"gorm.io/gorm"
@@ -16,11 +14,11 @@ import (
 // server connection that other clients go on to use.
 //
 // PostgreSQL uses pg_advisory_xact_lock (pg_try_advisory_xact_lock for
-// Timeout(0)) and SQL Server sp_getapplock with @LockOwner = 'Transaction';
-// other databases return ErrUnsupported. Timeouts behave as in With, and
-// the context is tx's. A busy lock returns an error matching ErrTimeout; on
+// WaitAtMost(0)) and SQL Server sp_getapplock with @LockOwner = 'Transaction';
+// other databases return ErrUnsupported. Waits behave as in With, and
+// the context is tx's. A busy lock returns an error matching ErrTimeout (and lockplugin.ErrBusy); on
 // PostgreSQL a finite wait that runs out is a statement error, which aborts
-// the transaction (Timeout(0) does not). Within one transaction the lock is
+// the transaction (WaitAtMost(0) does not). Within one transaction the lock is
 // re-entrant, as the database's own.
 func WithTx(tx *gorm.DB, name string, opts ...Option) error {
 	if tx == nil || tx.Config == nil || tx.Statement == nil {
@@ -68,7 +66,7 @@ func WithTx(tx *gorm.DB, name string, opts ...Option) error {
 		var restored string
 		if err := r.query(ctx, st, &restored); err != nil {
 			if dialects.IsLockNotAvailable(err) {
-				err = fmt.Errorf("%w (%v)", ErrTimeout, err)
+				err = answer(ErrTimeout, " ("+err.Error()+")")
 			}
 			return lockError(d, name, err)
 		}

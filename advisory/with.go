@@ -18,7 +18,7 @@ import (
 // It waits as the options say (indefinitely by default) and until ctx or
 // db's own context (db.WithContext) is done, whichever is first; fn's conn
 // carries that joined cancellation. When the lock cannot be had, fn does not run and the error matches
-// ErrTimeout (busy), ctx's error (ctx ended the wait), ErrReentrant (this
+// ErrTimeout and lockplugin.ErrBusy (busy), ctx's error (ctx ended the wait), ErrReentrant (this
 // call chain holds name already) or ErrUnsupported (SQLite has no advisory
 // locks: With refuses rather than run fn unserialised).
 //

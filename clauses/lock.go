@@ -267,10 +267,13 @@ func (l lock) phrase(f dialects.Feature, stmt *gorm.Statement) string {
 }
 
 // NoLock removes any lock from the statement it is added to, so that a
-// query built once with a lock can be reused without one:
+// query built once with a lock can be reused without one. Build the query
+// with a Session so that it can be reused at all (without one, its first use
+// consumes the statement, lock and table included):
 //
-//	q := tx.Clauses(clauses.ForUpdate()).Where("state = ?", "queued")
-//	q.Clauses(clauses.NoLock()).Count(&n)
+//	q := tx.Model(&Job{}).Clauses(clauses.ForUpdate()).Where("state = ?", "queued").Session(&gorm.Session{})
+//	err := q.Clauses(clauses.NoLock()).Count(&n).Error // no lock
+//	err = q.Find(&jobs).Error                           // still locked
 func NoLock() clause.Expression { return noLock{} }
 
 type noLock struct{}

@@ -3,6 +3,8 @@ package dialects
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lockplugin/lockplugin/internal/lockerr"
 )
 
 // ErrUnsupported is matched by errors.Is for every *UnsupportedError: the
@@ -35,7 +37,9 @@ func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupport
 // ErrLockNotAvailable is matched by errors.Is when a database refused a row
 // lock that was held by someone else: NOWAIT met a locked row, or a lock
 // wait timed out. The driver's own error stays reachable through errors.As.
-var ErrLockNotAvailable = errors.New("lockplugin: lock not available")
+// Errors matching it also match lockplugin.ErrBusy, the sentinel every
+// mechanism's "someone else has it" answer matches.
+var ErrLockNotAvailable = lockerr.Busy("lockplugin: lock not available")
 
 // LockNotAvailableError wraps a driver error that IsLockNotAvailable
 // recognised.
@@ -48,14 +52,25 @@ type LockNotAvailableError struct {
 
 // Error names the database and includes the driver's message.
 func (e *LockNotAvailableError) Error() string {
+	if e == nil {
+		return ErrLockNotAvailable.Error()
+	}
 	return fmt.Sprintf("lockplugin: lock not available on %s: %v", e.Dialect, e.Err)
 }
 
-// Is makes errors.Is(err, ErrLockNotAvailable) true.
-func (e *LockNotAvailableError) Is(target error) bool { return target == ErrLockNotAvailable }
+// Is makes errors.Is(err, ErrLockNotAvailable) and errors.Is(err,
+// lockplugin.ErrBusy) true.
+func (e *LockNotAvailableError) Is(target error) bool {
+	return target == ErrLockNotAvailable || target == lockerr.ErrBusy
+}
 
 // Unwrap returns the driver's error.
-func (e *LockNotAvailableError) Unwrap() error { return e.Err }
+func (e *LockNotAvailableError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // WrapLockNotAvailable returns err wrapped in a *LockNotAvailableError when
 // it is a lock-not-available error of the database, and err unchanged

@@ -2,7 +2,11 @@
 // any number of processes, on any lease.Store: the leader is whoever holds
 // the lease on the election's name.
 //
-//	e, _ := election.New(store, "billing-leader")
+//	// fragment: needs ctx context.Context, store lease.Store
+//	e, err := election.New(store, "billing-leader")
+//	if err != nil {
+//		return err
+//	}
 //	term, err := e.Campaign(ctx) // blocks until this candidate leads
 //	if err != nil {
 //		return err
@@ -24,6 +28,10 @@
 // stop when Done closes: Leading compares the clock with the deadline, so
 // it is right even just after a process pause, before Done's timer has
 // run.
+//
+// TryCampaign, when another candidate leads, returns an error matching
+// ErrNotLeader and lockplugin.ErrBusy, the one sentinel that every
+// mechanism's "someone else has it" answer matches.
 package election
 
 import (
@@ -33,6 +41,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockplugin/lockplugin/internal/lockerr"
 	"github.com/lockplugin/lockplugin/lease"
 )
 
@@ -41,7 +50,9 @@ import (
 const DefaultTTL = 10 * time.Second
 
 // Elector is one candidate in one election. It is safe for concurrent
-// use; Campaign may be called again after a term ends.
+// use; Campaign may be called again after a term ends. Make it with New:
+// the methods of a zero Elector or a nil *Elector return an error naming
+// election.New.
 type Elector struct {
 	store lease.Store
 	m     *lease.Manager
@@ -51,18 +62,35 @@ type Elector struct {
 	poll  time.Duration
 }
 
-// Option configures an Elector.
-type Option func(*Elector)
+// Option configures an Elector. A nil Option is ignored; an invalid value
+// is returned as an error by New.
+type Option func(*options)
+
+type options struct {
+	ttl  time.Duration
+	poll time.Duration
+}
 
 // TTL sets the lease TTL (default DefaultTTL, 10 s): how long a dead
 // leader blocks the election. The leader refreshes it every third of it.
 // d must be at least 400 ms.
-func TTL(d time.Duration) Option { return func(e *Elector) { e.ttl = d } }
+func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 
 // PollInterval sets how often a candidate retries a held election
 // (default lease.DefaultPollInterval); a new leader is elected within
 // TTL plus about this long after a leader dies.
-func PollInterval(d time.Duration) Option { return func(e *Elector) { e.poll = d } }
+func PollInterval(d time.Duration) Option { return func(o *options) { o.poll = d } }
+
+// errZeroElector answers every call on an Elector not made by New.
+var errZeroElector = errors.New("election: Elector was not made by New (zero value or nil); use election.New")
+
+// usable refuses an Elector not made by New.
+func (e *Elector) usable() error {
+	if e == nil || e.m == nil || e.store == nil {
+		return errZeroElector
+	}
+	return nil
+}
 
 // New returns a candidate for the election name on store.
 func New(store lease.Store, name string, opts ...Option) (*Elector, error) {
@@ -72,26 +100,31 @@ func New(store lease.Store, name string, opts ...Option) (*Elector, error) {
 	if name == "" {
 		return nil, errors.New("election: empty election name")
 	}
-	e := &Elector{store: store, name: name, ttl: DefaultTTL, poll: lease.DefaultPollInterval}
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("election: nil Option")
+	o := options{ttl: DefaultTTL, poll: lease.DefaultPollInterval}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
 		}
-		o(e)
 	}
-	if e.ttl < 400*time.Millisecond {
-		return nil, fmt.Errorf("election: TTL must be at least 400ms, got %v", e.ttl)
+	if o.ttl < 400*time.Millisecond {
+		return nil, fmt.Errorf("election: TTL must be at least 400ms, got %v", o.ttl)
 	}
-	if e.poll <= 0 {
-		return nil, fmt.Errorf("election: PollInterval must be positive, got %v", e.poll)
+	if o.poll <= 0 {
+		return nil, fmt.Errorf("election: PollInterval must be positive, got %v", o.poll)
 	}
+	e := &Elector{store: store, name: name, ttl: o.ttl, poll: o.poll}
 	e.every = e.ttl / 3
 	e.m = lease.NewManager(store, lease.PollInterval(e.poll))
 	return e, nil
 }
 
-// Name returns the election's name.
-func (e *Elector) Name() string { return e.name }
+// Name returns the election's name ("" for an Elector not made by New).
+func (e *Elector) Name() string {
+	if e == nil {
+		return ""
+	}
+	return e.name
+}
 
 // Campaign blocks until this candidate leads, and returns its term. It
 // retries while another candidate leads, every PollInterval (sooner when
@@ -99,6 +132,9 @@ func (e *Elector) Name() string { return e.name }
 // until ctx ends; it then returns ctx's error joined with the last store
 // error, if any.
 func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		return nil, errors.New("election: nil context")
 	}
@@ -145,11 +181,16 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 }
 
 // ErrNotLeader is returned by TryCampaign when another candidate leads.
-var ErrNotLeader = errors.New("election: another candidate leads")
+// Errors matching it also match lockplugin.ErrBusy, the sentinel every
+// mechanism's "someone else has it" answer matches.
+var ErrNotLeader = lockerr.Busy("election: another candidate leads")
 
 // TryCampaign makes one attempt: it returns a term when this candidate
 // wins at once, and an error matching ErrNotLeader when another leads.
 func (e *Elector) TryCampaign(ctx context.Context) (*Term, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		return nil, errors.New("election: nil context")
 	}
@@ -186,6 +227,9 @@ var ErrNoHolderRead = errors.New("election: the store cannot say who holds a lea
 // Leader returns the current term number and whether a leader holds it,
 // read from the store (one read, no lease taken).
 func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) {
+	if err := e.usable(); err != nil {
+		return 0, false, err
+	}
 	h, ok := e.store.(Holder)
 	if !ok {
 		return 0, false, ErrNoHolderRead
@@ -197,6 +241,12 @@ func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) 
 // store every PollInterval: a value is sent when the term number or
 // whether it is held changes. The channel is closed when ctx ends.
 func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, errors.New("election: nil context")
+	}
 	h, ok := e.store.(Holder)
 	if !ok {
 		return nil, ErrNoHolderRead

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
+	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/observe"
 
 	"gorm.io/gorm"
 
@@ -14,8 +16,13 @@ import (
 )
 
 // Acquire grants holder a hold on resource while the resource has a free
-// slot, and returns (nil, nil) when it is full. Two acquirers racing for the
-// last slot never both win: see the package documentation for how.
+// slot. When it is full it returns a nil Hold and an error matching ErrFull
+// (and lockplugin.ErrBusy). Two acquirers racing for the last slot never
+// both win: see the package documentation for how. The Hold returned
+// remembers db and its holds table: h.Release(ctx) gives the slot back.
+// A Hold taken inside the caller's transaction remembers that
+// transaction; release it there, or with the package function Release on
+// another *gorm.DB once the transaction has committed.
 //
 // A holder that already has an active hold on the resource gets that hold
 // back, as it is (a TTL option does not change its expiry: use Extend), not
@@ -28,9 +35,10 @@ import (
 // The call ends when ctx or db's own context ends, whichever is first.
 //
 // The resource's row must exist (ErrNotFound otherwise). A resource without
-// a single-column primary key or with a zero key, an empty holder, a
-// negative TTL, or a db.Table that is not a plain table name is refused
-// with ErrInvalid before anything is sent. When db
+// a single-column primary key or with a zero key, an empty holder, an
+// invalid option value (a negative TTL, a bad Table), or a db.Table that is
+// not a plain table name is refused with ErrInvalid before anything is
+// sent; nil Options are ignored. When db
 // is a transaction the hold is taken inside it, under a savepoint; on
 // PostgreSQL that transaction must be READ COMMITTED, and on SQL Server not
 // SNAPSHOT (ErrUnsupported otherwise; see the package documentation).
@@ -59,7 +67,12 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 	if err != nil {
 		return nil, fmt.Errorf("holds: acquiring %s %s for %q on %s: %w", res.table, res.id, holder, c.d, ctxError(ctx, err))
 	}
+	report(db, c.expired)       // observe.go
 	observeAcquired(db, res, h) // observe.go
+	if h == nil {
+		return nil, fmt.Errorf("holds: acquiring %s %s for %q: all %d slots are held: %w", res.table, res.id, holder, c.capacity, ErrFull)
+	}
+	h.db = db
 	return h, nil
 }
 
@@ -74,6 +87,14 @@ func acquireOnce(ctx context.Context, r runner, c *call, holder string, ttl int6
 	capacity, err := lockResource(ctx, r, st, res)
 	if err != nil {
 		return nil, err
+	}
+	c.capacity = max(capacity, 0)
+	if c.observed {
+		// Under the lock, so that the count below and the report agree;
+		// kept until the transaction commits (a replay sweeps again).
+		if c.expired, err = sweepExpired(ctx, r, c); err != nil {
+			return nil, err
+		}
 	}
 	var expires any // NULL: no expiry
 	if ttl > 0 {
@@ -210,7 +231,7 @@ func checkIsolation(ctx context.Context, r runner, st statements) error {
 // database, the resource's table and key, the statements for them, and
 // where they run.
 type call struct {
-	cfg      config
+	cfg      options
 	ctx      context.Context // the explicit ctx joined with db's own
 	done     context.CancelFunc
 	sess     *gorm.DB
@@ -220,6 +241,10 @@ type call struct {
 	q        *compiled
 	pool     gorm.ConnPool // the caller's transaction, or the source pool
 	callerTx bool
+	observed bool // an Observer is set: sweep expired holds (observe.go)
+
+	capacity int             // Acquire: the capacity the row said
+	expired  []observe.Event // Acquire: HoldExpired events to report once committed
 }
 
 func (c *call) runner(q gorm.ConnPool) runner { return runner{db: c.sess, q: q} }
@@ -272,6 +297,7 @@ func begin(ctx context.Context, db *gorm.DB, table string) (*call, error) {
 	return &call{
 		ctx: jctx, done: done, sess: db.Session(&gorm.Session{NewDB: true, Context: jctx}),
 		d: d, st: st, q: st.compiled(), pool: pool, callerTx: callerTx,
+		observed: plugin.Observer(db) != nil,
 	}, nil
 }
 

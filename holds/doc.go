@@ -4,24 +4,42 @@
 // A resource is any GORM model with a single-column primary key that says
 // how many holders it admits:
 //
+//	// fragment
 //	type Seat struct {
 //		ID       uint
 //		Capacity int
 //	}
 //
+//	// HoldCapacity implements holds.Holdable.
 //	func (s Seat) HoldCapacity() int { return s.Capacity }
 //
-// Acquire grants a hold while a slot is free and returns (nil, nil) when the
-// resource is full:
+// Acquire grants a hold while a slot is free. When the resource is full it
+// returns a nil Hold and an error matching ErrFull, which also matches
+// lockplugin.ErrBusy, the answer of every mechanism when someone else has
+// what was asked for:
 //
-//	h, err := holds.Acquire(ctx, db, &seat, "user:42", holds.TTL(15*time.Minute))
+//	// fragment: needs ctx context.Context, db *gorm.DB, seat Seat
+//	h, err := holds.Acquire(ctx, db, &seat, "customer-42", holds.TTL(15*time.Minute))
 //	switch {
+//	case errors.Is(err, holds.ErrFull):
+//		return errSoldOut
 //	case err != nil:
 //		return err
-//	case h == nil:
-//		return errSoldOut
 //	}
-//	defer holds.Release(ctx, db, h)
+//	// ... take the payment, then keep the seat or give it back:
+//	return h.Release(ctx)
+//
+// The Hold remembers the *gorm.DB and holds table it came from, so its
+// Release and Extend methods need neither; the package functions Release and
+// Extend are for a Hold built by hand (from an ID kept in a session, say).
+// Releasing a hold this handle already released is a no-op returning nil.
+// A hold that stopped being the holder's before the call (it expired, or an
+// operator ended it with ForceRelease) is reported by Release and Extend
+// with ErrLost, never as a silent success. The zero Hold and a nil *Hold
+// are refused with ErrInvalid. Options follow one rule: a nil Option is
+// ignored, and an invalid value (a negative TTL, a bad Table name) is
+// returned by the call as an error matching ErrInvalid, before anything is
+// sent.
 //
 // # How a hold is granted
 //
@@ -135,8 +153,27 @@
 //
 // Available, IsFull and ActiveFor take no locks and are true as of the
 // instant they ran: by the time the caller acts on them, someone else may
-// have taken the last slot. Acquire and handle nil; never check first and
-// then acquire.
+// have taken the last slot. Acquire and handle ErrFull; never check first
+// and then acquire. Available and IsFull read the capacity where Acquire
+// does, from the resource's row as stored (HoldCapacity of the row, not of
+// the value passed in), so they never disagree with Acquire about it.
+//
+// # Operators, observers
+//
+// ForceRelease ends a resource's holds (or one holder's) by an operator's
+// decision; `lockcheck who -force-release table/id` calls it. The slots are
+// free at once, and each stale holder's next Release or Extend returns
+// ErrLost.
+//
+// With an Observer set on the plugin (lockplugin.WithObserver), Acquire
+// reports HoldGranted or HoldFull, Release HoldReleased, ForceRelease
+// HoldForceReleased, and every read of a resource's holds (Acquire's count,
+// ActiveFor, Available, IsFull) reports HoldExpired for each hold it meets
+// whose TTL has passed but that was never released. To report each such
+// hold once, whichever process meets it first, the read marks it as ended
+// at its expiry (released_at = expires_at) with one small UPDATE per hold;
+// a later Release of it reports ErrLost as before. Without an Observer the
+// reads send nothing more, and an expired hold simply stops counting.
 //
 // # The holds table
 //

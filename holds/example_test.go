@@ -36,20 +36,21 @@ var (
 
 var errSoldOut = errors.New("sold out")
 
-// Acquire and handle nil: a nil hold is the ordinary answer "full".
+// Acquire and handle ErrFull: a full resource is an ordinary answer.
 func Example() {
 	if err := holds.Migrate(db); err != nil { // once, at start-up
 		panic(err)
 	}
 	seat := Seat{ID: 12}
 	h, err := holds.Acquire(ctx, db, &seat, "user:42", holds.TTL(15*time.Minute))
-	if err != nil {
-		panic(err)
-	}
-	if h == nil {
+	switch {
+	case errors.Is(err, holds.ErrFull): // also matches lockplugin.ErrBusy
 		fmt.Println(errSoldOut)
 		return
+	case err != nil:
+		panic(err)
 	}
+	defer h.Release(ctx)
 	fmt.Println("seat 12 is held for user:42 until", h.ExpiresAt)
 }
 
@@ -59,11 +60,11 @@ func ExampleAcquire_transaction() {
 	room := Room{ID: 3}
 	err := db.Transaction(func(tx *gorm.DB) error {
 		h, err := holds.Acquire(ctx, tx, &room, "booking:981")
+		if errors.Is(err, holds.ErrFull) {
+			return errSoldOut
+		}
 		if err != nil {
 			return err
-		}
-		if h == nil {
-			return errSoldOut
 		}
 		return tx.Exec("UPDATE bookings SET hold_id = ? WHERE id = ?", h.ID, 981).Error
 	})
@@ -72,21 +73,39 @@ func ExampleAcquire_transaction() {
 
 // Keep a hold alive while the user is still checking out, and give it back
 // at the end.
-func ExampleExtend() {
+func ExampleHold_Extend() {
 	h, err := holds.ActiveFor(ctx, db, &Seat{ID: 12}, "user:42")
 	if err != nil || h == nil {
 		return // expired, released, or never held: acquire again
 	}
-	if err := holds.Extend(ctx, db, h, 15*time.Minute); errors.Is(err, holds.ErrNotActive) {
-		return // expired in the meantime: the seat may be someone else's now
+	if err := h.Extend(ctx, 15*time.Minute); errors.Is(err, holds.ErrLost) {
+		return // expired or force-released in the meantime: the seat may be someone else's now
 	}
-	defer holds.Release(ctx, db, h)
+	defer h.Release(ctx)
+}
+
+// A hold built by hand, from an ID kept in the user's session, has no
+// *gorm.DB: give it to the package function.
+func ExampleRelease() {
+	h := &holds.Hold{ID: 981}
+	err := holds.Release(ctx, db, h)
+	if errors.Is(err, holds.ErrLost) {
+		fmt.Println("the hold had expired or was ended by an operator")
+	}
+}
+
+// An operator frees a stuck slot; its stale holder's next Release or
+// Extend reports ErrLost.
+func ExampleForceRelease() {
+	n, err := holds.ForceRelease(ctx, db, "seats", "12", "user:42")
+	fmt.Println(n, err)
 }
 
 // Available is for display only: by the time it is read, the slot may be
-// gone. To take one, Acquire.
+// gone. To take one, Acquire. The capacity is the row's (Beds as stored),
+// not the value passed in.
 func ExampleAvailable() {
-	n, err := holds.Available(ctx, db, &Room{ID: 3, Beds: 4})
+	n, err := holds.Available(ctx, db, &Room{ID: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -100,7 +119,9 @@ func ExampleTable() {
 		panic(err)
 	}
 	h, err := holds.Acquire(ctx, db, &Seat{ID: 12}, "user:42", tickets)
-	fmt.Println(h != nil, err)
+	if err == nil {
+		defer h.Release(ctx) // the hold remembers its table
+	}
 }
 
 // Bad input is refused before anything is sent to the database.

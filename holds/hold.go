@@ -1,6 +1,12 @@
 package holds
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
 
 // Holdable is implemented by a resource model: a GORM model with a
 // single-column primary key whose holds are counted. HoldCapacity says how
@@ -9,7 +15,14 @@ type Holdable interface {
 	HoldCapacity() int
 }
 
-// Hold is one holder's claim on one slot of a resource.
+// Hold is one holder's claim on one slot of a resource. A Hold returned by
+// Acquire or ActiveFor is a handle: it remembers the *gorm.DB and the holds
+// table it came from, so that its Release and Extend methods need neither.
+// A Hold built by hand (say, from an ID kept in a session) has no *gorm.DB:
+// give it to the package functions Release and Extend instead. The zero
+// Hold and a nil *Hold are refused with ErrInvalid, never a panic.
+//
+// A Hold is not safe for concurrent use: its methods update its fields.
 type Hold struct {
 	// ID identifies the hold in the holds table.
 	ID int64
@@ -33,6 +46,46 @@ type Hold struct {
 	// key is the resource's primary key column, which Extend locks the
 	// resource row by; "" for a Hold built by hand.
 	key string
+	// db is the session the hold was acquired or read with; nil for a Hold
+	// built by hand.
+	db *gorm.DB
+	// released is set once this handle's Release succeeded: releasing it
+	// again is a no-op.
+	released bool
+}
+
+// errZeroHold is returned for a nil *Hold or a Hold without an ID.
+func errZeroHold(call string) error {
+	return fmt.Errorf("%w: %s of a nil or zero Hold: use the Hold that holds.Acquire or holds.ActiveFor returned, or build one with the ID of a hold in the table", ErrInvalid, call)
+}
+
+// Release gives the hold's slot back, on the *gorm.DB and holds table the
+// hold came from, with ctx; see the package function Release for what it
+// returns. Releasing a hold this handle has already released is a no-op
+// returning nil; a hold that expired or was force-released before the call
+// is reported with ErrLost.
+func (h *Hold) Release(ctx context.Context) error {
+	if h == nil || h.ID <= 0 {
+		return errZeroHold("(*Hold).Release")
+	}
+	if h.db == nil {
+		return fmt.Errorf("%w: (*Hold).Release of hold %d, which was built by hand and has no *gorm.DB: call holds.Release(ctx, db, h)", ErrInvalid, h.ID)
+	}
+	return Release(ctx, h.db, h)
+}
+
+// Extend moves the hold's expiry to ttl from now, on the *gorm.DB and holds
+// table the hold came from; see the package function Extend. A hold that
+// expired or was force-released is reported with ErrLost (and
+// ErrNotActive).
+func (h *Hold) Extend(ctx context.Context, ttl time.Duration) error {
+	if h == nil || h.ID <= 0 {
+		return errZeroHold("(*Hold).Extend")
+	}
+	if h.db == nil {
+		return fmt.Errorf("%w: (*Hold).Extend of hold %d, which was built by hand and has no *gorm.DB: call holds.Extend(ctx, db, h, ttl)", ErrInvalid, h.ID)
+	}
+	return Extend(ctx, h.db, h, ttl)
 }
 
 // holdRow is the hold as stored. Times are epoch milliseconds of the

@@ -11,13 +11,17 @@ import (
 const DefaultTable = "lockplugin_holds"
 
 // Option configures a call. TTL matters to Acquire only; Table to every
-// call.
-type Option func(*config)
+// call. A nil Option is ignored; an Option with an invalid value (a
+// negative TTL, a bad table name) makes the call that is given it return an
+// error matching ErrInvalid, naming the option and the value, before
+// anything is sent.
+type Option func(*options)
 
-type config struct {
+type options struct {
 	table    string
+	tableSet bool // a Table option was given
 	ttl      time.Duration
-	tableErr error
+	err      error // the first invalid option value
 }
 
 // TTL makes an acquired hold expire d after it is granted, by the database
@@ -25,7 +29,12 @@ type config struct {
 // means no expiry (the default). A negative d makes Acquire fail with
 // ErrInvalid. Durations are kept in whole milliseconds, rounded up.
 func TTL(d time.Duration) Option {
-	return func(c *config) { c.ttl = d }
+	return func(c *options) {
+		if d < 0 && c.err == nil {
+			c.err = fmt.Errorf("%w: holds.TTL(%v): a negative TTL", ErrInvalid, d)
+		}
+		c.ttl = d
+	}
 }
 
 // Table names the holds table, DefaultTable by default: letters, digits and
@@ -34,29 +43,25 @@ func TTL(d time.Duration) Option {
 // Table. A Hold from Acquire or ActiveFor remembers its table, so Release
 // and Extend need the option only for a Hold built by hand.
 func Table(name string) Option {
-	return func(c *config) {
+	return func(c *options) {
 		if err := validTable(name); err != nil {
-			c.tableErr = err
+			if c.err == nil {
+				c.err = err
+			}
 			return
 		}
-		c.table = name
+		c.table, c.tableSet = name, true
 	}
 }
 
-func newConfig(opts []Option) (config, error) {
-	c := config{table: DefaultTable}
+func newConfig(opts []Option) (options, error) {
+	c := options{table: DefaultTable}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	if c.tableErr != nil {
-		return c, c.tableErr
-	}
-	if c.ttl < 0 {
-		return c, fmt.Errorf("%w: negative TTL %v", ErrInvalid, c.ttl)
-	}
-	return c, nil
+	return c, c.err
 }
 
 // ttlMillis is the TTL in milliseconds, rounded up so that a positive TTL
@@ -73,7 +78,7 @@ func ttlMillis(d time.Duration) int64 {
 // kept within the 63 bytes PostgreSQL allows an identifier.
 func validTable(name string) error {
 	if !dialects.ValidTableName(name, 56) {
-		return fmt.Errorf("%w: holds table name %q (want letters, digits and underscores, at most 56, optionally schema-qualified)", ErrInvalid, name)
+		return fmt.Errorf("%w: holds.Table(%q): want letters, digits and underscores, at most 56, optionally schema-qualified", ErrInvalid, name)
 	}
 	return nil
 }

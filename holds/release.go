@@ -10,13 +10,27 @@ import (
 	"gorm.io/gorm"
 )
 
-// Release gives the hold's slot back. Releasing a hold that was already
-// released, or that expired, is not an error; a hold that is not in the
-// table is (ErrNotFound). On success h.ReleasedAt is set from the database.
+// Release gives the hold's slot back; on success h.ReleasedAt is set from
+// the database clock. It is the package form of (*Hold).Release, for a Hold
+// built by hand (from an ID kept elsewhere): a Hold returned by Acquire or
+// ActiveFor remembers its *gorm.DB and holds table, and h.Release(ctx) is
+// the shorter call. A Table option, needed only for a Hold built by hand,
+// overrides the table the hold remembers.
 //
-// A hold returned by Acquire or ActiveFor remembers its holds table; a Table
-// option, needed only for a Hold built by hand, overrides it.
+// Releasing a hold that this handle has already released is a no-op
+// returning nil, and sends nothing. A hold that stopped being this
+// handle's before the call is reported with an error matching ErrLost,
+// saying which: it expired (its TTL passed), or it was released elsewhere
+// (ForceRelease by an operator, or another copy of the Hold); nothing is
+// changed then. A hold that is not in the table is ErrNotFound; a nil or
+// zero Hold is ErrInvalid.
 func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) (released error) {
+	if h == nil || h.ID <= 0 {
+		return errZeroHold("holds.Release")
+	}
+	if h.released {
+		return nil
+	}
 	c, err := holdCall(ctx, db, h, opts)
 	if err != nil {
 		return err
@@ -32,36 +46,62 @@ func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) (release
 			return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 		}
 		if found {
-			h.ReleasedAt = msTime(&at.Int64)
+			h.ReleasedAt, h.released = msTime(&at.Int64), true
 			return nil
 		}
-	} else if _, err := r.exec(ctx, c.q.release, h.ID); err != nil {
-		return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 	}
-	// Released before, or not there at all; or (MySQL, MariaDB, SQLite)
-	// released just now: the row says which.
+	n := int64(0)
+	if c.q.releaseReturning == "" {
+		if n, err = r.exec(ctx, c.q.release, h.ID); err != nil {
+			return fmt.Errorf("holds: releasing hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
+		}
+	}
+	// Released just now (MySQL, MariaDB, SQLite: the row says when), or
+	// not active, or not there at all: the row says which.
 	relAt := c.q.relAt
 	if c.callerTx {
 		relAt = c.q.relAtLatest
 	}
-	found, err := r.row(ctx, relAt, []any{h.ID}, &at)
+	var exp sql.NullInt64
+	var now int64
+	found, err := r.row(ctx, relAt, []any{h.ID}, &at, &exp, &now)
 	if err != nil {
 		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 	}
 	if !found {
 		return fmt.Errorf("holds: releasing hold %d: %w in %s", h.ID, ErrNotFound, c.st.table)
 	}
-	if at.Valid {
-		h.ReleasedAt = msTime(&at.Int64)
+	if n == 1 && at.Valid {
+		h.ReleasedAt, h.released = msTime(&at.Int64), true
+		return nil
 	}
-	return nil
+	return lostError("releasing", h.ID, c.st.table, at, exp, now)
 }
 
+// lostError says why a hold this handle did not release is no longer
+// active: released elsewhere (at), or expired (exp <= now).
+func lostError(doing string, id int64, table string, at, exp sql.NullInt64, now int64) error {
+	switch {
+	case at.Valid && exp.Valid && at.Int64 == exp.Int64:
+		return fmt.Errorf("holds: %s hold %d in %s: it expired at %s: %w", doing, id, table, fmtMs(exp.Int64), ErrLost)
+	case at.Valid:
+		return fmt.Errorf("holds: %s hold %d in %s: it was released elsewhere at %s (holds.ForceRelease, or another copy of the Hold): %w", doing, id, table, fmtMs(at.Int64), ErrLost)
+	case exp.Valid && exp.Int64 <= now:
+		return fmt.Errorf("holds: %s hold %d in %s: it expired at %s: %w", doing, id, table, fmtMs(exp.Int64), ErrLost)
+	}
+	return fmt.Errorf("holds: %s hold %d in %s: it is no longer active: %w", doing, id, table, ErrLost)
+}
+
+func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
 // Extend moves the expiry of an active hold to ttl from now, by the database
-// clock; a ttl of zero removes the expiry. A hold that was released or has
-// expired cannot be extended (ErrNotActive): its slot may already be
-// someone else's. On success h.ExpiresAt is set from the database. The
-// holds table is found as Release finds it.
+// clock; a ttl of zero removes the expiry. It is the package form of
+// (*Hold).Extend, for a Hold built by hand. A hold that is not active
+// cannot be extended, since its slot may already be someone else's: one
+// this handle released is refused with ErrNotActive, one that expired or
+// was ended elsewhere (ForceRelease) with an error matching both ErrLost and
+// ErrNotActive. On success h.ExpiresAt is set from the database. The holds
+// table is found as Release finds it.
 //
 // Extend queues on the resource's row lock, as Acquire does, so that no
 // acquirer can count the hold as expired while its extension is still to be
@@ -69,8 +109,14 @@ func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) (release
 // that lock lasts until the transaction ends. For a Hold built by hand, the
 // resource's primary key column is looked up in the database first.
 func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts ...Option) error {
+	if h == nil || h.ID <= 0 {
+		return errZeroHold("holds.Extend")
+	}
 	if ttl < 0 {
-		return fmt.Errorf("%w: negative TTL %v", ErrInvalid, ttl)
+		return fmt.Errorf("%w: holds.Extend of hold %d: negative TTL %v", ErrInvalid, h.ID, ttl)
+	}
+	if h.released {
+		return fmt.Errorf("holds: extending hold %d: this handle released it: %w", h.ID, ErrNotActive)
 	}
 	c, err := holdCall(ctx, db, h, opts)
 	if err != nil {
@@ -84,7 +130,10 @@ func Extend(ctx context.Context, db *gorm.DB, h *Hold, ttl time.Duration, opts .
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrInvalid) {
+		if errors.Is(err, ErrLost) {
+			return err
+		}
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
 			return fmt.Errorf("holds: extending hold %d: %w", h.ID, err)
 		}
 		return fmt.Errorf("holds: extending hold %d on %s: %w", h.ID, st.d, ctxError(ctx, err))
@@ -144,7 +193,14 @@ func extendOnce(ctx context.Context, r runner, c *call, h *Hold, ttl int64) (*Ho
 		return nil, err
 	}
 	if got == nil {
-		return nil, ErrNotActive
+		// Lost before this call: read why (released elsewhere, or
+		// expired), as the row is now.
+		var at, exp sql.NullInt64
+		var now int64
+		if _, err := r.row(ctx, q.relAtLatest, []any{h.ID}, &at, &exp, &now); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (%w)", lostError("extending", h.ID, st.table, at, exp, now), ErrNotActive)
 	}
 	return got, nil
 }
@@ -174,14 +230,14 @@ func primaryKey(sess *gorm.DB, q gorm.ConnPool, table string) (string, error) {
 // holdCall checks the arguments of a call on one hold and finds its table.
 func holdCall(ctx context.Context, db *gorm.DB, h *Hold, opts []Option) (*call, error) {
 	if h == nil || h.ID <= 0 {
-		return nil, fmt.Errorf("%w: nil hold or hold without an ID", ErrInvalid)
+		return nil, errZeroHold("a call")
 	}
 	table := h.table
-	if len(opts) > 0 {
-		cfg, err := newConfig(opts)
-		if err != nil {
-			return nil, err
-		}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.tableSet {
 		table = cfg.table
 	}
 	if table == "" {

@@ -206,20 +206,51 @@ func (s statements) releaseReturning() string {
 	case dialects.Postgres:
 		return s.release() + " RETURNING released_at"
 	case dialects.SQLServer:
-		return "UPDATE " + s.holds + " SET released_at = " + s.now + " OUTPUT INSERTED.released_at WHERE id = ? AND released_at IS NULL"
+		return "UPDATE " + s.holds + " SET released_at = " + s.now + " OUTPUT INSERTED.released_at WHERE id = ? AND " + s.active()
 	}
 	return ""
 }
 
-// releasedAt reads when a hold was released (NULL if it is not). Argument:
-// id.
+// releasedAt reads a hold's state after Release changed nothing, or to
+// learn the time it set: when it was released (NULL if it is not), when it
+// expires (NULL for never) and the database clock. Argument: id.
 func (s statements) releasedAt() string {
-	return "SELECT released_at FROM " + s.holds + " WHERE id = ?"
+	return "SELECT released_at, expires_at, " + s.now + " FROM " + s.holds + " WHERE id = ?"
 }
 
-// release marks a hold released unless it already is. Argument: id.
+// release marks a hold released if it is active: a hold already released
+// or expired is left as it is (Release reports it lost). Argument: id.
 func (s statements) release() string {
-	return "UPDATE " + s.holds + " SET released_at = " + s.now + " WHERE id = ? AND released_at IS NULL"
+	return "UPDATE " + s.holds + " SET released_at = " + s.now + " WHERE id = ? AND " + s.active()
+}
+
+// forceRelease lists the active holds of a resource, for ForceRelease to
+// end one by one by id (release): an UPDATE over the resource's index range
+// would lock the index before the rows, the opposite order of a Release by
+// id, and InnoDB deadlocks the two. Arguments: resource type, resource id.
+// forceReleaseHolder lists one holder's. Arguments: resource type, resource
+// id, holder.
+func (s statements) forceRelease() string {
+	return "SELECT id FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active() + " ORDER BY id"
+}
+
+func (s statements) forceReleaseHolder() string {
+	return "SELECT id FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active() + " AND " + s.holderIs() + " ORDER BY id"
+}
+
+// expiredUnmarked lists a resource's holds whose TTL has passed by the
+// database clock but that were never released: id, created_at, expires_at.
+// Arguments: resource type, resource id.
+func (s statements) expiredUnmarked() string {
+	return "SELECT id, created_at, expires_at FROM " + s.holds +
+		" WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL AND expires_at IS NOT NULL AND expires_at <= " + s.now
+}
+
+// markExpired records that an expired hold ended at its expiry
+// (released_at = expires_at), once: the hold reported expired is the one
+// this statement changed. Argument: id.
+func (s statements) markExpired() string {
+	return "UPDATE " + s.holds + " SET released_at = expires_at WHERE id = ? AND released_at IS NULL AND expires_at IS NOT NULL"
 }
 
 // extend moves an active hold's expiry to now + ttl. Arguments: ttl in
@@ -313,7 +344,9 @@ type compiled struct {
 	byID, byIDLatest, activeByID      string
 	activeFor, countActive            string
 	release, releaseReturning, relAt  string
-	relAtLatest                       string
+	relAtLatest, forceRelease         string
+	forceReleaseHolder, markExpired   string
+	expiredUnmarked                   string
 	extend, extendForever, isolation  string
 	savepoint, rollbackTo, releaseSav string
 }
@@ -338,8 +371,10 @@ func (s statements) compiled() *compiled {
 		byID: b(s.byID()), byIDLatest: b(s.byIDLatest(true)), activeByID: b(s.activeByID()),
 		activeFor: b(s.activeFor()), countActive: b(s.countActive()),
 		release: b(s.release()), releaseReturning: b(s.releaseReturning()), relAt: b(s.releasedAt()),
-		relAtLatest: b(s.latest(s.releasedAt())),
-		extend:      b(s.extend()), extendForever: b(s.extendForever()), isolation: s.isolation(),
+		relAtLatest:  b(s.latest(s.releasedAt())),
+		forceRelease: b(s.forceRelease()), forceReleaseHolder: b(s.forceReleaseHolder()),
+		markExpired: b(s.markExpired()), expiredUnmarked: b(s.expiredUnmarked()),
+		extend: b(s.extend()), extendForever: b(s.extendForever()), isolation: s.isolation(),
 		savepoint: s.savepoint(), rollbackTo: s.rollbackTo(), releaseSav: s.releaseSavepoint(),
 	}
 	if s.oneStatementGrant() {
@@ -354,17 +389,28 @@ type lockKey struct {
 	table, key string
 }
 
-var lockCache sync.Map // lockKey -> [2]string
+var lockCache sync.Map // lockKey -> [3]string
 
 // lockStatements is lockResource, bound and kept like compiled.
 func (s statements) lockStatements(table, key string) (lock, read string) {
+	lr := s.resourceStatements(table, key)
+	return lr[0], lr[1]
+}
+
+// readStatement reads the resource's row without a lock, for Available
+// and IsFull. Argument: the primary key.
+func (s statements) readStatement(table, key string) string {
+	return s.resourceStatements(table, key)[2]
+}
+
+func (s statements) resourceStatements(table, key string) [3]string {
 	k := lockKey{s.d, table, key}
 	if v, ok := lockCache.Load(k); ok {
-		lr := v.([2]string)
-		return lr[0], lr[1]
+		return v.([3]string)
 	}
-	lock, read = s.lockResource(table, key)
-	lr := [2]string{bind(s.d, lock), bind(s.d, read)}
+	lock, read := s.lockResource(table, key)
+	plain := "SELECT * FROM " + s.d.QuoteTable(table) + " WHERE " + s.d.QuoteIdent(key) + " = ?"
+	lr := [3]string{bind(s.d, lock), bind(s.d, read), bind(s.d, plain)}
 	lockCache.Store(k, lr)
-	return lr[0], lr[1]
+	return lr
 }

@@ -205,8 +205,14 @@ func TestGrantSQL(t *testing.T) {
 	if !pg.oneStatementGrant() || stmts("mysql", "10.11.6-MariaDB").oneStatementGrant() || stmts("sqlite", "").oneStatementGrant() {
 		t.Errorf("the one-statement grant is PostgreSQL's only")
 	}
-	if got := pg.compiled().releaseReturning; got != `UPDATE "app_holds" SET released_at = `+now+` WHERE id = $1 AND released_at IS NULL RETURNING released_at` {
+	if got := pg.compiled().releaseReturning; got != `UPDATE "app_holds" SET released_at = `+now+` WHERE id = $1 AND `+active+` RETURNING released_at` {
 		t.Errorf("release: %s", got)
+	}
+	if got := pg.compiled().forceReleaseHolder; got != `SELECT id FROM "app_holds" WHERE resource_type = $1 AND resource_id = $2 AND `+active+` AND holder = $3 ORDER BY id` {
+		t.Errorf("force release: %s", got)
+	}
+	if got := pg.compiled().markExpired; got != `UPDATE "app_holds" SET released_at = expires_at WHERE id = $1 AND released_at IS NULL AND expires_at IS NOT NULL` {
+		t.Errorf("mark expired: %s", got)
 	}
 	if got := stmts("sqlserver", "").compiled().insert; got != "INSERT INTO [app_holds] (resource_type, resource_id, holder, created_at, expires_at) OUTPUT INSERTED.id VALUES (@p1, @p2, @p3, @p4, @p5)" {
 		t.Errorf("SQL Server insert: %s", got)

@@ -277,7 +277,7 @@ func TestWaitEndsDuringAHangingPoll(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := m.Acquire(context.Background(), "busy", lease.Wait(200*time.Millisecond))
+	_, err := m.Acquire(context.Background(), "busy", lease.WaitAtMost(200*time.Millisecond))
 	var na *lease.NotAcquiredError
 	if !errors.As(err, &na) || na.Waited < 200*time.Millisecond {
 		t.Fatalf("got %v, want ErrNotAcquired after the 200 ms wait", err)

@@ -6,13 +6,27 @@
 // GORM) or lease/redisstore (Redis), or any Store of your own that passes
 // the conformance suite in lease/leasetest.
 //
+//	// fragment: needs ctx context.Context, store lease.Store, order Order
 //	m := lease.NewManager(store)
-//	err := m.Do(ctx, "order-42", func(ctx context.Context) error {
-//		return ship(ctx, 42)
-//	}, lease.Wait(3*time.Second))
+//	err := m.Do(ctx, fmt.Sprintf("order-%d", order.ID), func(ctx context.Context) error {
+//		return ship(ctx, order.ID) // ctx ends if the lease may no longer be held
+//	}, lease.WaitAtMost(3*time.Second))
 //	if errors.Is(err, lease.ErrNotAcquired) {
-//		// someone else is shipping order 42
+//		return nil // someone else is shipping this order
 //	}
+//	return err
+//
+// A lease someone else holds gives an error matching both
+// lease.ErrNotAcquired and lockplugin.ErrBusy, the one sentinel that
+// every mechanism's "someone else has it" answer matches (row locks,
+// advisory locks, holds): branch on ErrBusy where the mechanism does not
+// matter. Without WaitAtMost, Acquire and Do try once and fail at once;
+// WaitAtMost(d) retries for at most d. Release is a method of the Lease;
+// releasing it again through the same handle returns nil, and finding at
+// release that it was lost (expired, taken over, force-released) returns
+// an error matching ErrLeaseLost. Nil options are ignored; invalid values
+// are returned as errors by the call; the methods of a zero or nil
+// Manager, Lease or LocalStore return errors naming their constructor.
 //
 // Every lease has a TTL (DefaultTTL, 30 s, unless TTL says otherwise;
 // NoExpiry for none) after which the store lets someone else take it, so a
@@ -33,7 +47,7 @@
 //     not a store call has returned: before the store can let anyone else
 //     in. KeepAlive retries failed refreshes until then.
 //   - Every store call is bounded by the Manager itself (the caller's
-//     context, Wait, the safety deadline, CallTimeout), also for clients
+//     context, WaitAtMost, the safety deadline, CallTimeout), also for clients
 //     that ignore context deadlines. A store that fails or does not answer
 //     gives an error that is not ErrNotAcquired (ErrStoreTimeout when the
 //     Manager stopped waiting), within the caller's deadline.

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockplugin/lockplugin/internal/lockerr"
 )
 
 // ErrNotAcquired is matched by errors.Is when a lease could not be taken
-// because someone else holds it: the store answered "held" at once (Wait
-// 0), or every time until the wait or the context ended. It is an ordinary
-// answer, never a failure of the store: a store that errs or does not
-// answer gives a wrapped store error or ErrStoreTimeout instead.
-var ErrNotAcquired = errors.New("lease: not acquired")
+// because someone else holds it: the store answered "held" at once
+// (without WaitAtMost, or WaitAtMost(0)), or every time until the wait or
+// the context ended. It is an ordinary answer, never a failure of the
+// store: a store that errs or does not answer gives a wrapped store error
+// or ErrStoreTimeout instead. Errors matching it also match
+// lockplugin.ErrBusy, the sentinel every mechanism's "someone else has it"
+// answer matches.
+var ErrNotAcquired = lockerr.Busy("lease: not acquired")
 
 // ErrLeaseLost is matched by errors.Is when a holder no longer holds its
 // lease, or can no longer be sure it does: the store said it is gone
@@ -22,7 +27,7 @@ var ErrNotAcquired = errors.New("lease: not acquired")
 var ErrLeaseLost = errors.New("lease: lease lost")
 
 // ErrStoreTimeout is matched by errors.Is when the Manager stopped waiting
-// for a store call: the caller's context ended, Wait ran out, the lease's
+// for a store call: the caller's context ended, WaitAtMost ran out, the lease's
 // safety deadline came, or CallTimeout passed. The outcome of the call is
 // unknown; the Manager settles it (an acquire is released under its owner
 // token). When the context ended, the error also matches the context's
@@ -33,11 +38,12 @@ var ErrStoreTimeout = errors.New("lease: the store did not answer in time")
 var errReleased = errors.New("lease: released")
 
 // NotAcquiredError says which lock was held and how long the caller waited.
-// errors.Is(err, ErrNotAcquired) is true for it.
+// errors.Is(err, ErrNotAcquired) and errors.Is(err, lockplugin.ErrBusy)
+// are true for it.
 type NotAcquiredError struct {
 	// Name is the lock name.
 	Name string
-	// Waited is how long the manager kept retrying; 0 with Wait 0.
+	// Waited is how long the manager kept retrying; 0 without WaitAtMost.
 	Waited time.Duration
 	// Err is the context's error when the context ended the wait after
 	// the store had answered "held", else nil. A context that ends before
@@ -52,6 +58,7 @@ type NotAcquiredError struct {
 var (
 	errZeroManager = errors.New("lease: Manager has no store (zero value or nil); use lease.NewManager")
 	errZeroLease   = errors.New("lease: Lease was not returned by Acquire (zero value or nil); take one with Manager.Acquire")
+	errZeroLocal   = errors.New("lease: LocalStore has no directory (zero value or nil); use lease.NewLocalStore")
 )
 
 // zeroLeaseCtx is the Context of a zero Lease: already ended, as a lease
@@ -64,6 +71,8 @@ var zeroLeaseCtx = func() context.Context {
 
 func (e *NotAcquiredError) Error() string {
 	switch {
+	case e == nil:
+		return ErrNotAcquired.Error()
 	case e.Err != nil:
 		return fmt.Sprintf("lease: %q not acquired: gave up waiting after %v: %v", e.Name, e.Waited.Round(time.Millisecond), e.Err)
 	case e.Waited > 0:
@@ -72,11 +81,19 @@ func (e *NotAcquiredError) Error() string {
 	return fmt.Sprintf("lease: %q not acquired: held by another owner", e.Name)
 }
 
-// Is makes errors.Is(err, ErrNotAcquired) true.
-func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
+// Is makes errors.Is(err, ErrNotAcquired) and errors.Is(err,
+// lockplugin.ErrBusy) true.
+func (e *NotAcquiredError) Is(target error) bool {
+	return target == ErrNotAcquired || target == lockerr.ErrBusy
+}
 
 // Unwrap returns the context's error, if the context ended the wait.
-func (e *NotAcquiredError) Unwrap() error { return e.Err }
+func (e *NotAcquiredError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // lostError reports that name's lease was lost, wrapping the cause (a store
 // error from a refresh) when there is one.

@@ -25,7 +25,7 @@ func Example() {
 	err = m.Do(context.Background(), "order-42", func(ctx context.Context) error {
 		fmt.Println("shipping order 42")
 		return nil
-	}, lease.Wait(3*time.Second), lease.TTL(30*time.Second))
+	}, lease.WaitAtMost(3*time.Second), lease.TTL(30*time.Second))
 	fmt.Println("err:", err)
 	// Output:
 	// shipping order 42
@@ -113,7 +113,7 @@ func ExampleManager_Acquire() {
 	m := lease.NewManager(store)
 	ctx := context.Background()
 
-	l, err := m.Acquire(ctx, "report-2024", lease.TTL(30*time.Second), lease.Wait(time.Second))
+	l, err := m.Acquire(ctx, "report-2024", lease.TTL(30*time.Second), lease.WaitAtMost(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestHoldAtLeast(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("second Release: %v", err)
 	}
-	l2, err := m.Acquire(ctx, "h", lease.Wait(2*time.Second))
+	l2, err := m.Acquire(ctx, "h", lease.WaitAtMost(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

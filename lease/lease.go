@@ -63,22 +63,42 @@ func newLease(m *Manager, name, owner string, g Grant, sent time.Time) *Lease {
 // at least its minimum); 0 for a lease without expiry. Expiry is kept on
 // it, and Refresh(ctx, 0) renews to it.
 func (l *Lease) TTL() time.Duration {
+	if l == nil {
+		return 0
+	}
 	l.state.Lock()
 	defer l.state.Unlock()
 	return l.ttl
 }
 
-// Name returns the lock name.
-func (l *Lease) Name() string { return l.name }
+// Name returns the lock name ("" for a Lease not returned by Acquire, as
+// Owner, Fence, TTL and Expiry return zero values then; its Context has
+// ended with an error naming Acquire).
+func (l *Lease) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Owner returns the lease's owner token, unique to this handle.
-func (l *Lease) Owner() string { return l.owner }
+func (l *Lease) Owner() string {
+	if l == nil {
+		return ""
+	}
+	return l.owner
+}
 
 // Fence returns the fencing token: greater than the token of every earlier
 // holder of the name. Pass it to the resource the lease protects, and have
 // the resource reject writes carrying a token lower than one it has seen,
 // so that a holder paused past its TTL cannot overwrite its successor.
-func (l *Lease) Fence() int64 { return l.fence }
+func (l *Lease) Fence() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.fence
+}
 
 // Expiry returns the lease's safety deadline: until then the lease is
 // certainly held (unless released); after it, it may not be. It is the
@@ -86,6 +106,9 @@ func (l *Lease) Fence() int64 { return l.fence }
 // the drift margin, and moves with every successful Refresh. It is zero
 // for a lease without expiry (NoExpiry).
 func (l *Lease) Expiry() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.state.Lock()
 	defer l.state.Unlock()
 	return l.deadline
@@ -282,7 +305,17 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	}
 	l.cancel(errReleased) // the work is over: Done closes now
 	l.state.Unlock()
-	defer l.observeRelease(&err)
+	err = l.releaseStore(ctx, deadline, lost)
+	if l.m.obs != nil {
+		l.observeRelease(&err)
+	}
+	return err
+}
+
+// releaseStore is the store phase of Release. It is a function of its own
+// so that Release has no defer beyond the open-coded ones: one more pushed
+// an unobserved lease cycle 1.4% over the code before observers (callgrind).
+func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error) (err error) {
 	if left := time.Until(l.holdUntil); lost == nil && !l.holdUntil.IsZero() && left > 0 {
 		return l.hold(ctx, left) // HoldAtLeast: hold.go
 	}

@@ -86,8 +86,22 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	return &LocalStore{dir: dir, held: map[string]*localHold{}, fences: map[string]*os.File{}}, nil
 }
 
-// Dir returns the directory holding the lock files.
-func (s *LocalStore) Dir() string { return s.dir }
+// Dir returns the directory holding the lock files ("" for a LocalStore
+// not made by NewLocalStore).
+func (s *LocalStore) Dir() string {
+	if s == nil {
+		return ""
+	}
+	return s.dir
+}
+
+// check refuses a LocalStore not made by NewLocalStore.
+func (s *LocalStore) check() error {
+	if s == nil || s.dir == "" || s.held == nil || s.fences == nil {
+		return errZeroLocal
+	}
+	return nil
+}
 
 // path returns the path of name's files without their extension.
 func (s *LocalStore) path(name string) string {
@@ -99,7 +113,7 @@ func (s *LocalStore) path(name string) string {
 // counter. When owner already holds name through s, it returns the same
 // fence. ttl is ignored.
 func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
-	if err := checkStoreArgs(ctx, name, owner); err != nil {
+	if err := s.checkArgs(ctx, name, owner); err != nil {
 		return 0, false, err
 	}
 	s.mu.Lock()
@@ -261,6 +275,9 @@ func (s *LocalStore) bump(name, path string) (int64, error) {
 // Close closes the .fence files the store keeps open. Leases held through
 // it stay held; the store stays usable and opens them again as needed.
 func (s *LocalStore) Close() error {
+	if err := s.check(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var first error
@@ -321,7 +338,7 @@ func bumpFence(f *os.File, path string) (int64, error) {
 
 // Release unlocks name's file if owner holds it.
 func (s *LocalStore) Release(ctx context.Context, name, owner string) (bool, error) {
-	if err := checkStoreArgs(ctx, name, owner); err != nil {
+	if err := s.checkArgs(ctx, name, owner); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
@@ -340,7 +357,7 @@ func (s *LocalStore) Release(ctx context.Context, name, owner string) (bool, err
 // Refresh reports whether owner holds name; ttl is ignored, since a local
 // lease lasts until it is released or its process ends.
 func (s *LocalStore) Refresh(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	if err := checkStoreArgs(ctx, name, owner); err != nil {
+	if err := s.checkArgs(ctx, name, owner); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
@@ -349,7 +366,13 @@ func (s *LocalStore) Refresh(ctx context.Context, name, owner string, ttl time.D
 	return ok && !h.pending && h.owner == owner, nil
 }
 
-func checkStoreArgs(ctx context.Context, name, owner string) error {
+func (s *LocalStore) checkArgs(ctx context.Context, name, owner string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return errors.New("lease: nil context")
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ const MaxNameLength = 1024
 // for concurrent use; one Manager per store is enough for a process.
 //
 // Every store call it makes is bounded by the Manager itself (CallTimeout,
-// the caller's context, Wait, the lease's safety deadline), run on a
+// the caller's context, WaitAtMost, the lease's safety deadline), run on a
 // goroutine that the Manager stops waiting for at the bound; see
 // CallTimeout for what happens to a call that is still running then.
 type Manager struct {
@@ -32,29 +32,29 @@ type Manager struct {
 }
 
 // NewManager returns a Manager over store. Invalid options, and a nil
-// store, are reported by every Acquire and Do.
+// store, are reported by every Acquire and Do; nil options are ignored.
 func NewManager(store Store, opts ...ManagerOption) *Manager {
-	m := &Manager{store: store, poll: DefaultPollInterval, callTimeout: DefaultCallTimeout}
+	o := managerOptions{poll: DefaultPollInterval, callTimeout: DefaultCallTimeout}
 	for _, opt := range opts {
-		if opt == nil {
-			m.err = errors.New("lease: nil ManagerOption")
-			continue
+		if opt != nil {
+			opt(&o)
 		}
-		opt(m)
 	}
+	m := &Manager{store: store, poll: o.poll, callTimeout: o.callTimeout, obs: o.obs, err: o.err}
 	if store == nil {
 		m.err = errors.New("lease: NewManager needs a Store, got nil")
 	}
 	return m
 }
 
-// Acquire takes the lease on name, waiting for it as long as the Wait
-// option allows, with the TTL option's TTL (DefaultTTL, 30 s, without
+// Acquire takes the lease on name, waiting for it as long as the
+// WaitAtMost option allows (not at all without it), with the TTL option's TTL (DefaultTTL, 30 s, without
 // one). It returns an error that matches ErrNotAcquired only when the
 // store answered that someone else holds the lease; a store that errs or
 // does not answer gives a wrapped store error (matching ErrStoreTimeout
 // when the Manager stopped waiting), returned within the context's
-// deadline and the Wait. A context already ended gives its error.
+// deadline and the WaitAtMost. A context already ended gives its error.
+// Errors matching ErrNotAcquired also match lockplugin.ErrBusy.
 //
 // When an acquire's outcome is unknown (an error, or no answer in time),
 // the Manager releases the name under the new handle's owner token, which
@@ -98,12 +98,12 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Le
 // lease was lost, Do does not wait for that release: it runs on its own
 // goroutine, and Do returns at once.
 func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) (err error) {
-	if fn == nil {
-		return errors.New("lease: Do needs a function, got nil")
-	}
 	o, err := m.check(ctx, name, opts)
 	if err != nil {
 		return err
+	}
+	if fn == nil {
+		return errors.New("lease: Do needs a function, got nil")
 	}
 	if !o.ttlSet && o.keepAlive == 0 {
 		o.keepAlive = DefaultTTL / 3
@@ -282,7 +282,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		ttl = 0
 	}
 	start := time.Now()
-	var end time.Time // Wait's end, which bounds store calls too
+	var end time.Time // WaitAtMost's end, which bounds store calls too
 	if o.wait > 0 {
 		end = start.Add(o.wait)
 	}

@@ -29,10 +29,9 @@ func TestBadInputFailsBeforeTheStore(t *testing.T) {
 		{"long name", m.Do(ctx, strings.Repeat("x", lease.MaxNameLength+1), noop), "longer than"},
 		{"nil fn", m.Do(ctx, "n", nil), "needs a function"},
 		{"negative TTL", m.Do(ctx, "n", noop, lease.TTL(-time.Second)), "TTL must not be negative"},
-		{"negative Wait", m.Do(ctx, "n", noop, lease.Wait(-time.Second)), "Wait must not be negative"},
+		{"negative Wait", m.Do(ctx, "n", noop, lease.WaitAtMost(-time.Second)), "WaitAtMost must not be negative"},
 		{"negative KeepAlive", m.Do(ctx, "n", noop, lease.KeepAlive(-time.Second)), "KeepAlive interval must not be negative"},
 		{"KeepAlive not under TTL", m.Do(ctx, "n", noop, lease.TTL(time.Second), lease.KeepAlive(time.Second)), "shorter than the TTL"},
-		{"nil option", m.Do(ctx, "n", noop, nil), "nil Option"},
 		{"KeepAlive on Acquire", second(m.Acquire(ctx, "n", lease.TTL(time.Second), lease.KeepAlive(100*time.Millisecond))), "applies to Do"},
 		{"nil store", lease.NewManager(nil).Do(ctx, "n", noop), "needs a Store"},
 		{"zero poll", lease.NewManager(s, lease.PollInterval(0)).Do(ctx, "n", noop), "PollInterval must be positive"},
@@ -104,7 +103,7 @@ func TestWaitGetsTheLeaseWhenReleased(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		l, err := m.Acquire(ctx, "job", lease.Wait(10*time.Second))
+		l, err := m.Acquire(ctx, "job", lease.WaitAtMost(10*time.Second))
 		if err == nil && l.Fence() <= holder.Fence() {
 			err = errors.New("waiter's fence is not greater than the holder's")
 		}
@@ -128,13 +127,13 @@ func TestWaitGivesUpAfterWaitAndOnContextEnd(t *testing.T) {
 	}
 	before := s.calls.Load()
 	start := time.Now()
-	_, err := m.Acquire(ctx, "busy", lease.Wait(100*time.Millisecond))
+	_, err := m.Acquire(ctx, "busy", lease.WaitAtMost(100*time.Millisecond))
 	el := time.Since(start)
 	if !errors.Is(err, lease.ErrNotAcquired) || !strings.Contains(err.Error(), "after waiting") {
 		t.Fatalf("got %v, want ErrNotAcquired after waiting", err)
 	}
 	if el < 100*time.Millisecond || el > 2*time.Second {
-		t.Fatalf("Wait(100ms) gave up after %v", el)
+		t.Fatalf("WaitAtMost(100ms) gave up after %v", el)
 	}
 	if n := s.calls.Load() - before; n < 3 {
 		t.Fatalf("only %d attempts in 100 ms with a 10 ms poll", n)
@@ -142,7 +141,7 @@ func TestWaitGivesUpAfterWaitAndOnContextEnd(t *testing.T) {
 
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	_, err = m.Acquire(cctx, "busy", lease.Wait(time.Hour))
+	_, err = m.Acquire(cctx, "busy", lease.WaitAtMost(time.Hour))
 	if !errors.Is(err, lease.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("context end while waiting: %v, want ErrNotAcquired wrapping DeadlineExceeded", err)
 	}
@@ -152,7 +151,7 @@ func TestStoreErrorIsNotNotAcquiredAndFnDoesNotRun(t *testing.T) {
 	s := newMem()
 	s.acquireHook = func(string) error { return errStoreDown }
 	ran := false
-	err := lease.NewManager(s).Do(context.Background(), "n", func(context.Context) error { ran = true; return nil }, lease.Wait(time.Second))
+	err := lease.NewManager(s).Do(context.Background(), "n", func(context.Context) error { ran = true; return nil }, lease.WaitAtMost(time.Second))
 	if !errors.Is(err, errStoreDown) || errors.Is(err, lease.ErrNotAcquired) || ran {
 		t.Fatalf("got err=%v ran=%v, want the store error and fn not run", err, ran)
 	}
@@ -192,7 +191,7 @@ func TestFailedAcquireLeavesNoLease(t *testing.T) {
 	// error (nobody said the name was held), wrapping the context's error.
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err = lease.NewManager(lostReply{s, func(ctx context.Context) error { cancel(); return ctx.Err() }}).
-		Acquire(ctx, "cancelled-reply", lease.Wait(time.Minute))
+		Acquire(ctx, "cancelled-reply", lease.WaitAtMost(time.Minute))
 	if errors.Is(err, lease.ErrNotAcquired) || !errors.Is(err, context.Canceled) || !errors.Is(err, lease.ErrStoreTimeout) {
 		t.Fatalf("got %v, want ErrStoreTimeout wrapping context.Canceled, not ErrNotAcquired", err)
 	}
@@ -428,7 +427,7 @@ func exclusive(t *testing.T, store lease.Store, rounds int) (maxIn, runs int64) 
 					in.Add(-1)
 					ran.Add(1)
 					return nil
-				}, lease.Wait(30*time.Second))
+				}, lease.WaitAtMost(30*time.Second))
 				if err != nil {
 					t.Error(err)
 				}

@@ -14,7 +14,7 @@ import (
 // (Released, with how long the lease was held) to o, synchronously. See
 // package observe for what o may do. Nil, the default, reports nothing.
 func WithObserver(o observe.Observer) ManagerOption {
-	return func(m *Manager) { m.obs = o }
+	return func(mo *managerOptions) { mo.obs = o }
 }
 
 // observedAcquire is acquire, reported. Without an Observer it is acquire.

@@ -119,7 +119,7 @@ func TestManagerWaitsOnWaiter(t *testing.T) {
 		time.Sleep(600 * time.Millisecond)
 		_ = first.Release(ctx)
 	}()
-	second, err := m.Acquire(ctx, "wait", lease.TTL(10*time.Second), lease.Wait(5*time.Second))
+	second, err := m.Acquire(ctx, "wait", lease.TTL(10*time.Second), lease.WaitAtMost(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestManagerSurvivesASpinningWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	_, err = m.Acquire(ctx, "spin", lease.TTL(10*time.Second), lease.Wait(300*time.Millisecond))
+	_, err = m.Acquire(ctx, "spin", lease.TTL(10*time.Second), lease.WaitAtMost(300*time.Millisecond))
 	if err == nil {
 		t.Fatal("acquired a held lease")
 	}

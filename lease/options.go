@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockplugin/lockplugin/observe"
 )
 
 // DefaultPollInterval is how often a waiting Acquire retries unless
@@ -15,13 +17,28 @@ const DefaultPollInterval = 50 * time.Millisecond
 const DefaultTTL = 30 * time.Second
 
 // DefaultCallTimeout bounds every single store call unless CallTimeout
-// says otherwise. The caller's context, Wait and a lease's safety deadline
+// says otherwise. The caller's context, WaitAtMost and a lease's safety deadline
 // bound calls further; none of it depends on the store's client honouring
 // its context.
 const DefaultCallTimeout = 5 * time.Second
 
-// ManagerOption configures a Manager.
-type ManagerOption func(*Manager)
+// ManagerOption configures a Manager. A nil ManagerOption is ignored; an
+// invalid value is returned as an error by every Acquire and Do.
+type ManagerOption func(*managerOptions)
+
+type managerOptions struct {
+	poll        time.Duration
+	callTimeout time.Duration
+	obs         observe.Observer // WithObserver: observe.go
+	err         error            // the first invalid value
+}
+
+// invalid remembers the first invalid option value.
+func (o *managerOptions) invalid(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
 
 // PollInterval sets how often a waiting Acquire or Do retries a held lease
 // (default 50 ms). Each wait is drawn at random between half and one and a
@@ -29,12 +46,12 @@ type ManagerOption func(*Manager)
 // A waiter gets a released lease about d/2 after its release on average.
 // d must be positive.
 func PollInterval(d time.Duration) ManagerOption {
-	return func(m *Manager) {
+	return func(o *managerOptions) {
 		if d <= 0 {
-			m.err = fmt.Errorf("lease: PollInterval must be positive, got %v", d)
+			o.invalid(fmt.Errorf("lease: PollInterval must be positive, got %v", d))
 			return
 		}
-		m.poll = d
+		o.poll = d
 	}
 }
 
@@ -44,16 +61,17 @@ func PollInterval(d time.Duration) ManagerOption {
 // the call's eventual result is discarded (an acquire that turns out to
 // have succeeded is released). d must be positive.
 func CallTimeout(d time.Duration) ManagerOption {
-	return func(m *Manager) {
+	return func(o *managerOptions) {
 		if d <= 0 {
-			m.err = fmt.Errorf("lease: CallTimeout must be positive, got %v", d)
+			o.invalid(fmt.Errorf("lease: CallTimeout must be positive, got %v", d))
 			return
 		}
-		m.callTimeout = d
+		o.callTimeout = d
 	}
 }
 
-// Option configures one Acquire or Do.
+// Option configures one Acquire or Do. A nil Option is ignored; an invalid
+// value is returned as an error by the call it is passed to.
 type Option func(*options)
 
 type options struct {
@@ -65,12 +83,20 @@ type options struct {
 	hold      time.Duration // HoldAtLeast (hold.go)
 }
 
-// Wait sets how long Acquire and Do keep retrying while someone else holds
-// the lease. 0, the default, fails at once with ErrNotAcquired. Wait bounds
-// the whole call, store calls included: a store that does not answer
-// within it gives an error matching ErrStoreTimeout. The context's end
-// also ends the wait.
-func Wait(d time.Duration) Option { return func(o *options) { o.wait = d } }
+// WaitAtMost sets how long Acquire and Do keep retrying while someone else
+// holds the lease: at most d, after which they return an error matching
+// ErrNotAcquired (and lockplugin.ErrBusy). Without it, or with
+// WaitAtMost(0), they try once and fail at once. WaitAtMost bounds the
+// whole call, store calls included: a store that does not answer within
+// it gives an error matching ErrStoreTimeout. The context's end also ends
+// the wait. A negative d is an error returned by the call.
+func WaitAtMost(d time.Duration) Option { return func(o *options) { o.wait = d } }
+
+// Wait is WaitAtMost.
+//
+// Deprecated: use WaitAtMost, the name every lockplugin mechanism uses for
+// its wait.
+func Wait(d time.Duration) Option { return WaitAtMost(d) }
 
 // TTL sets how long the lease lasts unless it is refreshed or released:
 // after it, the store lets someone else take it, so a holder that died
@@ -108,14 +134,13 @@ func KeepAlive(interval time.Duration) Option { return func(o *options) { o.keep
 func buildOptions(opts []Option) (options, error) {
 	var o options
 	for _, opt := range opts {
-		if opt == nil {
-			return o, errors.New("lease: nil Option")
+		if opt != nil {
+			opt(&o)
 		}
-		opt(&o)
 	}
 	switch {
 	case o.wait < 0:
-		return o, fmt.Errorf("lease: Wait must not be negative, got %v", o.wait)
+		return o, fmt.Errorf("lease: WaitAtMost must not be negative, got %v", o.wait)
 	case o.ttlSet && !o.noExpiry && o.ttl < 0:
 		return o, fmt.Errorf("lease: TTL must not be negative, got %v", o.ttl)
 	case o.ttlSet && !o.noExpiry && o.ttl == 0:

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -31,9 +32,35 @@ func TestZeroValues(t *testing.T) {
 	for name, l := range map[string]*Lease{"Lease{}": {}, "(*Lease)(nil)": nil} {
 		callZero(t, name+".Refresh", func() error { return l.Refresh(ctx, 0) })
 		callZero(t, name+".Release", func() error { return l.Release(ctx) })
+		callZero(t, name+".accessors", func() error {
+			if l.Name() != "" || l.Owner() != "" || l.Fence() != 0 || l.TTL() != 0 || !l.Expiry().IsZero() {
+				return nil
+			}
+			return l.Context().Err()
+		})
 		callZero(t, name+".Done", func() error {
 			<-l.Done() // closed: a lease never taken is not held
 			return context.Cause(l.Context())
+		})
+	}
+	for name, s := range map[string]*LocalStore{"LocalStore{}": {}, "(*LocalStore)(nil)": nil} {
+		callZero(t, name+".Acquire", func() error { _, _, err := s.Acquire(ctx, "i18_zero", "o", 0); return err })
+		callZero(t, name+".Release", func() error { _, err := s.Release(ctx, "i18_zero", "o"); return err })
+		callZero(t, name+".Refresh", func() error { _, err := s.Refresh(ctx, "i18_zero", "o", 0); return err })
+		callZero(t, name+".Close", s.Close)
+		if err := s.Close(); !strings.Contains(err.Error(), "lease.NewLocalStore") {
+			t.Errorf("%s: %v does not name lease.NewLocalStore", name, err)
+		}
+		if d := s.Dir(); d != "" {
+			t.Errorf("%s.Dir = %q", name, d)
+		}
+	}
+	for name, e := range map[string]*NotAcquiredError{"NotAcquiredError{}": {}, "(*NotAcquiredError)(nil)": nil} {
+		callZero(t, name+".Error", func() error {
+			if e.Error() == "" || e.Unwrap() != nil || !e.Is(ErrNotAcquired) {
+				return nil
+			}
+			return e // a non-nil error: the methods answered
 		})
 	}
 }

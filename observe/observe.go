@@ -3,7 +3,8 @@
 // (lease.WithObserver), is told synchronously, on the goroutine doing the
 // work, when a wait starts and ends, a lock is held and released, a lease is
 // refreshed or lost, a version check finds a conflict, a transaction is
-// retried, and a hold is granted, refused or released.
+// retried, and a hold is granted, refused, released, found expired or
+// force-released.
 //
 // With no Observer set nothing is built and nothing is called: the cost is
 // one nil check per event site.
@@ -77,10 +78,19 @@ const (
 	HoldFull
 	// HoldReleased: a hold's slot was given back.
 	HoldReleased
+	// HoldExpired: a read of the holds (Acquire's count, ActiveFor,
+	// Available, IsFull) met a hold whose TTL had passed but that was never
+	// released. Reported once per hold, whichever process meets it first;
+	// Duration is how long it lasted (grant to expiry).
+	HoldExpired
+	// HoldForceReleased: an operator ended a hold with holds.ForceRelease;
+	// its holder's next Release or Extend reports it lost.
+	HoldForceReleased
 )
 
 var kindNames = [...]string{"", "wait_started", "wait_ended", "held", "released", "refreshed",
-	"refresh_failed", "lost", "conflict", "retried", "hold_granted", "hold_full", "hold_released"}
+	"refresh_failed", "lost", "conflict", "retried", "hold_granted", "hold_full", "hold_released",
+	"hold_expired", "hold_force_released"}
 
 // String returns the kind's snake_case name, e.g. "wait_ended".
 func (k Kind) String() string {
@@ -127,7 +137,7 @@ type Event struct {
 	// Outcome is set on WaitEnded.
 	Outcome Outcome
 	// Duration is the wait (WaitEnded) or the hold (Released,
-	// HoldReleased when known).
+	// HoldReleased when known, HoldExpired).
 	Duration time.Duration
 	// Fence is the lease's fencing token (Held, Released, Lost on leases).
 	Fence int64

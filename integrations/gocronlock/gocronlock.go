@@ -3,9 +3,14 @@
 // lease per job run, held at least a minimum time) and an Elector (one
 // leader schedules everything), on any lease.Store.
 //
+//	// fragment: needs store lease.Store
 //	m := lease.NewManager(store)
-//	s, _ := gocron.NewScheduler(gocron.WithDistributedLocker(
+//	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(
 //		gocronlock.NewLocker(m, gocronlock.HoldAtLeast(5*time.Second))))
+//	if err != nil {
+//		return err
+//	}
+//	s.Start()
 //
 // Why the minimum hold: a job scheduled on N nodes fires on each at about
 // the same time, but not exactly (clock offsets, scheduler latency). A
@@ -32,9 +37,14 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// Locker is a gocron.Locker on a lease.Manager.
+// Locker is a gocron.Locker on a lease.Manager. Make it with NewLocker: a
+// zero Locker or a nil *Locker answers Lock with an error naming it.
 type Locker struct {
-	m      *lease.Manager
+	m    *lease.Manager
+	opts options
+}
+
+type options struct {
 	prefix string
 	ttl    time.Duration
 	hold   time.Duration
@@ -42,46 +52,58 @@ type Locker struct {
 
 var _ gocron.Locker = (*Locker)(nil)
 
-// Option configures a Locker.
-type Option func(*Locker)
+// Option configures a Locker. A nil Option is ignored; an invalid value is
+// returned as an error by Lock.
+type Option func(*options)
 
 // Prefix is put before each job's name to form its lease name (default
 // "gocron:").
-func Prefix(p string) Option { return func(l *Locker) { l.prefix = p } }
+func Prefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // TTL is each run's lease TTL (default 30 s): a node that dies mid-run
 // blocks the job this long. The lease is refreshed every third of it
 // while the job runs.
-func TTL(d time.Duration) Option { return func(l *Locker) { l.ttl = d } }
+func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 
 // HoldAtLeast keeps each run's lease until d after it was taken, however
 // fast the job: see the package doc and lease.HoldAtLeast. Default 0 (no
 // minimum), which lets a late node run a fast job's occurrence again.
-func HoldAtLeast(d time.Duration) Option { return func(l *Locker) { l.hold = d } }
+func HoldAtLeast(d time.Duration) Option { return func(o *options) { o.hold = d } }
 
 // NewLocker returns a Locker taking its leases from m.
 func NewLocker(m *lease.Manager, opts ...Option) *Locker {
-	l := &Locker{m: m, prefix: "gocron:", ttl: 30 * time.Second}
+	l := &Locker{m: m, opts: options{prefix: "gocron:", ttl: 30 * time.Second}}
 	for _, o := range opts {
 		if o != nil {
-			o(l)
+			o(&l.opts)
 		}
 	}
 	return l
 }
 
+// errZeroLocker and errZeroElector answer calls on values not made by
+// NewLocker and NewElector.
+var (
+	errZeroLocker  = errors.New("gocronlock: Locker was not made by NewLocker (zero value or nil); use gocronlock.NewLocker")
+	errZeroElector = errors.New("gocronlock: Elector was not made by NewElector (zero value or nil); use gocronlock.NewElector")
+)
+
 // Lock takes the job's lease, without waiting: a job whose lease another
 // node holds is not run here (gocron then skips this run).
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
-	if l.ttl <= 0 || l.hold < 0 {
-		return nil, fmt.Errorf("gocronlock: TTL must be positive and HoldAtLeast not negative (TTL %v, HoldAtLeast %v)", l.ttl, l.hold)
+	if l == nil || l.m == nil {
+		return nil, errZeroLocker
 	}
-	le, err := l.m.Acquire(ctx, l.prefix+key, lease.TTL(l.ttl), lease.HoldAtLeast(l.hold))
+	o := l.opts
+	if o.ttl <= 0 || o.hold < 0 {
+		return nil, fmt.Errorf("gocronlock: TTL must be positive and HoldAtLeast not negative (TTL %v, HoldAtLeast %v)", o.ttl, o.hold)
+	}
+	le, err := l.m.Acquire(ctx, o.prefix+key, lease.TTL(o.ttl), lease.HoldAtLeast(o.hold))
 	if err != nil {
 		return nil, err
 	}
 	lk := &lock{l: le, stop: make(chan struct{})}
-	go lk.keepAlive(l.ttl / 3)
+	go lk.keepAlive(o.ttl / 3)
 	return lk, nil
 }
 
@@ -116,7 +138,8 @@ func (k *lock) Unlock(ctx context.Context) error {
 }
 
 // Elector is a gocron.Elector on an election.Elector: the scheduler whose
-// candidate leads runs the jobs.
+// candidate leads runs the jobs. Make it with NewElector: a zero Elector
+// or a nil *Elector answers IsLeader with an error naming it.
 type Elector struct {
 	e    *election.Elector
 	mu   sync.Mutex
@@ -130,8 +153,11 @@ func NewElector(e *election.Elector) *Elector { return &Elector{e: e} }
 
 // IsLeader returns nil while this candidate leads, trying once to become
 // leader when it does not; otherwise an error matching
-// election.ErrNotLeader.
+// election.ErrNotLeader (and lockplugin.ErrBusy).
 func (g *Elector) IsLeader(ctx context.Context) error {
+	if g == nil || g.e == nil {
+		return errZeroElector
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.term != nil && g.term.Leading() {
@@ -147,6 +173,9 @@ func (g *Elector) IsLeader(ctx context.Context) error {
 
 // Resign gives up leadership, if held.
 func (g *Elector) Resign(ctx context.Context) error {
+	if g == nil {
+		return errZeroElector
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.term == nil {

@@ -3,9 +3,16 @@
 // timed-out acquisitions, version conflicts, lost leases, failed refreshes,
 // retries and full resources, and a span for each wait.
 //
+//	// fragment: needs db *gorm.DB, store lease.Store
 //	o, err := otellock.New() // the global MeterProvider and TracerProvider
-//	db.Use(lockplugin.New(lockplugin.WithObserver(o)))
+//	if err != nil {
+//		return err
+//	}
+//	if err := db.Use(lockplugin.New(lockplugin.WithObserver(o))); err != nil {
+//		return err
+//	}
 //	m := lease.NewManager(store, lease.WithObserver(o))
+//	_ = m
 //
 // Every instrument carries the attribute lock.mechanism ("lease",
 // "advisory", "version", "fence", "retry", "holds"), and the wait

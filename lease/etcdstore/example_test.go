@@ -28,7 +28,7 @@ func Example() {
 		l, _ := lease.FromContext(ctx)
 		fmt.Println("fence", l.Fence(), "TTL", l.TTL())
 		return nil
-	}, lease.TTL(1500*time.Millisecond), lease.Wait(5*time.Second))
+	}, lease.TTL(1500*time.Millisecond), lease.WaitAtMost(5*time.Second))
 	if err != nil {
 		fmt.Println(err)
 	}

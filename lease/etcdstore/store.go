@@ -3,8 +3,13 @@
 // machine: etcd replicates every write through Raft to a majority before
 // it answers.
 //
-//	client, _ := clientv3.New(clientv3.Config{Endpoints: endpoints})
+//	// fragment: needs endpoints []string
+//	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints})
+//	if err != nil {
+//		return err
+//	}
 //	m := lease.NewManager(etcdstore.New(client))
+//	_ = m
 //
 // It is a module of its own, so that lockplugin's root module does not
 // pull in the etcd client.
@@ -46,12 +51,31 @@ const DefaultPrefix = "lockplugin/lease/"
 // (heartbeat 100 ms, election timeout 1 s).
 const DefaultMinTTL = 2 * time.Second
 
-// Store is a lease.Store on etcd. It is safe for concurrent use.
+// Store is a lease.Store on etcd. It is safe for concurrent use. Make it
+// with New: every method of a zero Store or a nil *Store returns an error
+// naming etcdstore.New.
 type Store struct {
 	client *clientv3.Client
 	prefix string
 	minTTL time.Duration
-	err    error // an invalid Option, reported by every call
+	err    error // an invalid Option or a nil client, reported by every call
+}
+
+// errZeroStore answers every call on a Store not made by New.
+var errZeroStore = errors.New("etcdstore: Store has no client (zero value or nil); use etcdstore.New")
+
+// usable returns why s cannot be used: not made by New, an invalid Option
+// or a nil client.
+func (s *Store) usable() error {
+	switch {
+	case s == nil:
+		return errZeroStore
+	case s.err != nil:
+		return s.err
+	case s.client == nil:
+		return errZeroStore
+	}
+	return nil
 }
 
 var (
@@ -60,45 +84,59 @@ var (
 	_ lease.Waiter     = (*Store)(nil)
 )
 
-// Option configures New.
-type Option func(*Store)
+// Option configures New. A nil Option is ignored; an invalid value is
+// returned as an error by every call on the Store.
+type Option func(*options)
+
+type options struct {
+	prefix string
+	minTTL time.Duration
+	err    error // the first invalid value
+}
 
 // Prefix sets the start of every key (default "lockplugin/lease/").
-func Prefix(p string) Option { return func(s *Store) { s.prefix = p } }
+func Prefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // MinTTL sets the shortest TTL the store asks etcd for (default 2 s, etcd's
 // minimum with its default timing). Set it to the cluster's minimum when
 // it runs with a longer election timeout; whatever it is, the TTL etcd
 // answers is the one the Manager keeps. d must be at least a second.
 func MinTTL(d time.Duration) Option {
-	return func(s *Store) {
+	return func(o *options) {
 		if d < time.Second {
-			s.err = fmt.Errorf("etcdstore: MinTTL must be at least 1s (etcd grants whole seconds), got %v", d)
+			if o.err == nil {
+				o.err = fmt.Errorf("etcdstore: MinTTL must be at least 1s (etcd grants whole seconds), got %v", d)
+			}
 			return
 		}
-		s.minTTL = d
+		o.minTTL = d
 	}
 }
 
 // New returns a Store on client. An invalid option or a nil client is
-// reported by every call.
+// reported by every call; nil options are ignored.
 func New(client *clientv3.Client, opts ...Option) *Store {
-	s := &Store{client: client, prefix: DefaultPrefix, minTTL: DefaultMinTTL}
-	for _, o := range opts {
-		if o == nil {
-			s.err = errors.New("etcdstore: nil Option")
-			continue
+	o := options{prefix: DefaultPrefix, minTTL: DefaultMinTTL}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
 		}
-		o(s)
 	}
+	s := &Store{client: client, prefix: o.prefix, minTTL: o.minTTL, err: o.err}
 	if client == nil && s.err == nil {
 		s.err = errors.New("etcdstore: New needs a client, got nil")
 	}
 	return s
 }
 
-// Key returns the etcd key of name's lease.
-func (s *Store) Key(name string) string { return s.prefix + name }
+// Key returns the etcd key of name's lease. A Store not made by New keys
+// as New's default would.
+func (s *Store) Key(name string) string {
+	if s == nil || s.client == nil {
+		return DefaultPrefix + name
+	}
+	return s.prefix + name
+}
 
 // handle is a Grant's Handle: the etcd lease the key is attached to (0 for
 // a lease without expiry) and its granted TTL in seconds.
@@ -300,12 +338,12 @@ func (s *Store) refreshByMove(ctx context.Context, name, owner string, ttl time.
 // TTL it is one keep-alive of g's etcd lease (etcd renews a lease only to
 // its granted TTL); otherwise the key moves to a new lease of ttl.
 func (s *Store) RefreshGrant(ctx context.Context, name, owner string, g lease.Grant, ttl time.Duration) (lease.Grant, bool, error) {
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return lease.Grant{}, false, err
+	}
 	h, ok := g.Handle.(handle)
 	if !ok || h.id == 0 || ttl == 0 || s.seconds(ttl) != h.ttl {
 		return s.refreshByMove(ctx, name, owner, ttl)
-	}
-	if err := s.check(ctx, name, owner, ttl); err != nil {
-		return lease.Grant{}, false, err
 	}
 	r, err := s.client.KeepAliveOnce(ctx, h.id)
 	switch {
@@ -327,8 +365,8 @@ func (s *Store) RefreshGrant(ctx context.Context, name, owner string, g lease.Gr
 // ctx's error when ctx ends first, and nil when the watch ends otherwise
 // (a compaction, a lost connection): the Manager then tries again.
 func (s *Store) WaitFree(ctx context.Context, name string) error {
-	if s.err != nil {
-		return s.err
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if ctx == nil {
 		return errors.New("etcdstore: nil context")
@@ -356,9 +394,10 @@ func (s *Store) WaitFree(ctx context.Context, name string) error {
 }
 
 func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	switch {
-	case s.err != nil:
-		return s.err
 	case ctx == nil:
 		return errors.New("etcdstore: nil context")
 	case name == "":

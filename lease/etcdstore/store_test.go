@@ -34,7 +34,8 @@ func TestInvalidOptionsReported(t *testing.T) {
 	}{
 		{New(nil), "needs a client"},
 		{New(nil, MinTTL(time.Millisecond)), "MinTTL"},
-		{New(nil, nil), "nil Option"},
+		{New(nil, nil), "needs a client"}, // a nil Option is ignored
+		{New(nil, nil, MinTTL(0)), "MinTTL"},
 	} {
 		_, _, err := tc.s.Acquire(ctx, "n", "o", time.Second)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

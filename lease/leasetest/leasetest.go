@@ -2,12 +2,27 @@
 // implementations. lockplugin's own stores pass it, and a third-party store
 // can run it from an ordinary test:
 //
-//	func TestMyStore(t *testing.T) {
-//		leasetest.Run(t, func(t *testing.T) lease.Store { return mystore.New(client) })
-//	}
+//	// fragment: needs t *testing.T, newMyStore func() lease.Store
+//	t.Run("conformance", func(t *testing.T) {
+//		leasetest.Run(t, func(t *testing.T) lease.Store { return newMyStore() })
+//	})
+//
+// It checks: free acquire; held acquire refused (through the same and
+// another store instance); release and refresh by a stranger refused;
+// fences strictly increasing; 20 races of 8 goroutines with exactly one
+// winner each; a 300-byte name, unicode names and neighbours that naive
+// collations confuse (case, accents, trailing space, a shared 200-byte
+// prefix) stay apart; a cancelled context fails; an expired lease is taken
+// over with a greater fence and the old holder's refresh and release are
+// refused; refresh extends and shortens; TTL 0 never expires; the holder's
+// repeated acquire gets the same fence and a new expiry; releasing a name
+// never held answers not-held; and, with Restart, every fence after a
+// restart is above every fence before.
 //
 // A store that implements the optional interfaces lease.GrantStore or
-// lease.Waiter gets their checks too ("Grant", "WaitFree").
+// lease.Waiter gets their checks too ("Grant", "WaitFree": a granted TTL
+// never below the asked one, the handle's refresh and release, and that
+// WaitFree waits while held and wakes on a release and on an expiry).
 //
 // The suite needs only the standard library. Each check calls newStore
 // twice and uses the two stores as two nodes of one application would, so
@@ -29,7 +44,8 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// Option configures Run.
+// Option configures Run. A nil Option is ignored; an invalid value fails
+// the test before any check runs.
 type Option func(*config)
 
 type config struct {
@@ -85,7 +101,12 @@ func Run(t *testing.T, newStore func(t *testing.T) lease.Store, opts ...Option) 
 	t.Helper()
 	cfg := config{prefix: "leasetest", ttl: 250 * time.Millisecond, races: 20, racers: 8, expiryLimit: 5 * time.Second}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil { // a nil Option is ignored, as everywhere in lockplugin
+			o(&cfg)
+		}
+	}
+	if cfg.ttl <= 0 || cfg.races <= 0 || cfg.racers <= 0 {
+		t.Fatalf("leasetest: ShortTTL must be positive (got %v) and Races' counts too (got %d races of %d goroutines)", cfg.ttl, cfg.races, cfg.racers)
 	}
 	// One store, only to learn which optional interfaces it implements.
 	probe := newStore(t)

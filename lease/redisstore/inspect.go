@@ -40,8 +40,8 @@ type Entry struct {
 // On a Cluster client it scans the node the client routes SCAN to; use a
 // client per master there.
 func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
-	if s.err != nil {
-		return nil, s.err
+	if err := s.usable(); err != nil {
+		return nil, err
 	}
 	if ctx == nil {
 		return nil, errors.New("redisstore: nil context")
@@ -93,8 +93,8 @@ func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
 // (ErrLeaseLost) and may act until its own safety deadline: what the
 // lease protects must check fences for the release to be safe at once.
 func (s *Store) ForceRelease(ctx context.Context, name string) (bool, error) {
-	if s.err != nil {
-		return false, s.err
+	if err := s.usable(); err != nil {
+		return false, err
 	}
 	if ctx == nil {
 		return false, errors.New("redisstore: nil context")

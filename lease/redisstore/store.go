@@ -1,8 +1,10 @@
 // Package redisstore is a lease.Store on Redis, through go-redis: any
 // redis.UniversalClient (a single server, Sentinel, or Cluster).
 //
+//	// fragment: needs client redis.UniversalClient
 //	store := redisstore.New(client, redisstore.Prefix("myapp:lease:"))
 //	m := lease.NewManager(store)
+//	_ = m
 //
 // Each lease is one key, <prefix>{<name>}, holding the owner token with a
 // PX expiry, so that expiry follows Redis's own clock. Each name also has a
@@ -70,13 +72,15 @@ var (
 // DefaultPrefix starts every key unless Prefix says otherwise.
 const DefaultPrefix = "lockplugin:lease:"
 
-// Store is a lease.Store on Redis. It is safe for concurrent use.
+// Store is a lease.Store on Redis. It is safe for concurrent use. Make it
+// with New: every method of a zero Store or a nil *Store returns an error
+// naming redisstore.New.
 type Store struct {
 	client      redis.UniversalClient
 	prefix      string
 	replicas    int           // WaitReplicas: replicas that must acknowledge
 	waitTimeout time.Duration // WaitReplicas: how long WAIT waits
-	err         error         // an invalid Option, reported by every call
+	err         error         // an invalid Option or a nil client, reported by every call
 	// connMu serialises WaitReplicas' dedicated connections: go-redis
 	// v9.17 initialises a new Conn by writing the client's shared options
 	// (its maintenance-notifications fallback), a data race when two
@@ -86,18 +90,49 @@ type Store struct {
 
 var _ lease.Store = (*Store)(nil)
 
-// Option configures New.
-type Option func(*Store)
+// Option configures New. A nil Option is ignored; an invalid value is
+// returned as an error by every call on the Store.
+type Option func(*options)
+
+type options struct {
+	prefix      string
+	replicas    int
+	waitTimeout time.Duration
+	err         error // the first invalid value
+}
+
+func (o *options) invalid(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// errZeroStore answers every call on a Store not made by New.
+var errZeroStore = errors.New("redisstore: Store has no client (zero value or nil); use redisstore.New")
+
+// usable returns why s cannot be used: not made by New, an invalid Option
+// or a nil client.
+func (s *Store) usable() error {
+	switch {
+	case s == nil:
+		return errZeroStore
+	case s.err != nil:
+		return s.err
+	case s.client == nil:
+		return errZeroStore
+	}
+	return nil
+}
 
 // Prefix sets the start of every key (default "lockplugin:lease:"). It
 // must not contain braces, which would change the keys' Cluster hash tag.
 func Prefix(p string) Option {
-	return func(s *Store) {
+	return func(o *options) {
 		if strings.ContainsAny(p, "{}") {
-			s.err = fmt.Errorf("redisstore: Prefix %q must not contain { or }", p)
+			o.invalid(fmt.Errorf("redisstore: Prefix %q must not contain { or }", p))
 			return
 		}
-		s.prefix = p
+		o.prefix = p
 	}
 }
 
@@ -124,26 +159,25 @@ var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough 
 // when more than one failed. See the README for what each deployment
 // guarantees.
 func WaitReplicas(n int, timeout time.Duration) Option {
-	return func(s *Store) {
+	return func(o *options) {
 		if n < 1 || timeout <= 0 {
-			s.err = fmt.Errorf("redisstore: WaitReplicas needs n >= 1 and a positive timeout, got %d and %v", n, timeout)
+			o.invalid(fmt.Errorf("redisstore: WaitReplicas needs n >= 1 and a positive timeout, got %d and %v", n, timeout))
 			return
 		}
-		s.replicas, s.waitTimeout = n, timeout
+		o.replicas, o.waitTimeout = n, timeout
 	}
 }
 
 // New returns a Store on client. An invalid option or a nil client is
-// reported by every call.
+// reported by every call; nil options are ignored.
 func New(client redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{client: client, prefix: DefaultPrefix}
-	for _, o := range opts {
-		if o == nil {
-			s.err = errors.New("redisstore: nil Option")
-			continue
+	o := options{prefix: DefaultPrefix}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
 		}
-		o(s)
 	}
+	s := &Store{client: client, prefix: o.prefix, replicas: o.replicas, waitTimeout: o.waitTimeout, err: o.err}
 	if client == nil {
 		s.err = errors.New("redisstore: New needs a client, got nil")
 	}
@@ -160,12 +194,17 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 // Key returns the Redis key of name's lease; its fencing counter is the
 // same key followed by ":fence". Names containing braces, which would
 // change the hash tag, are keyed by their SHA-256: <prefix>#{<hex>}.
+// A Store not made by New keys as New's default would.
 func (s *Store) Key(name string) string {
+	prefix := DefaultPrefix
+	if s != nil && s.client != nil {
+		prefix = s.prefix
+	}
 	if !strings.ContainsAny(name, "{}") {
-		return s.prefix + "{" + name + "}"
+		return prefix + "{" + name + "}"
 	}
 	sum := sha256.Sum256([]byte(name))
-	return s.prefix + "#{" + hex.EncodeToString(sum[:]) + "}"
+	return prefix + "#{" + hex.EncodeToString(sum[:]) + "}"
 }
 
 // Acquire takes name for owner when its key is absent (free or expired),
@@ -215,9 +254,10 @@ func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Durati
 }
 
 func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	switch {
-	case s.err != nil:
-		return s.err
 	case ctx == nil:
 		return errors.New("redisstore: nil context")
 	case name == "":

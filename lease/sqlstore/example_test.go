@@ -22,7 +22,7 @@ func ExampleNew() {
 	m := lease.NewManager(store)
 	err = m.Do(context.Background(), "order-42", func(ctx context.Context) error {
 		return nil // ship order 42
-	}, lease.TTL(30*time.Second), lease.Wait(3*time.Second))
+	}, lease.TTL(30*time.Second), lease.WaitAtMost(3*time.Second))
 	if err != nil {
 		log.Print(err)
 	}

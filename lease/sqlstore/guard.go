@@ -50,6 +50,9 @@ const sqliteGuard = `UPDATE {t} SET fence = fence WHERE ` + heldTmpl
 // them, protect the data with fenced writes (lockplugin.Fence and
 // lockplugin.WithFence), which compare the lease's fence where the data is.
 func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	if tx == nil || tx.Statement == nil || l == nil {
 		return errors.New("sqlstore: Guard needs a transaction and a lease")
 	}

@@ -76,12 +76,12 @@ func (s *Store) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if name == "" {
 		return false, errors.New("sqlstore: empty lock name")
 	}
-	st := renderOne(s.d, s.quoted, forceReleaseTmpl)
 	ctx, cancel, err := s.join(ctx, "force-release")
 	if err != nil {
 		return false, err
 	}
 	defer cancel()
+	st := renderOne(s.d, s.quoted, forceReleaseTmpl)
 	res, err := s.exec(ctx, st.SQL, st.bind(values{name: key(name)}))
 	if err != nil {
 		return false, s.wrap("force-release", err)

@@ -253,8 +253,8 @@ func TestNewRefusesBeforeSendingAnything(t *testing.T) {
 	if _, err := New(pg, Table("bad name")); err == nil {
 		t.Error("bad table name accepted")
 	}
-	if _, err := New(pg, nil); err == nil {
-		t.Error("nil option accepted")
+	if _, err := New(pg, nil, Table("bad name")); err == nil {
+		t.Error("bad table name beside a nil option accepted")
 	}
 	unknown, _ := dryrun.Open("clickhouse", "")
 	if _, err := New(unknown); !errors.Is(err, dialects.ErrUnsupported) || !strings.Contains(err.Error(), "lease table store") {

@@ -2,8 +2,13 @@
 // leases that every application server sees, with expiry decided by the
 // database's clock.
 //
-//	store, err := sqlstore.New(db)              // creates lock_leases if missing
+//	// fragment: needs db *gorm.DB
+//	store, err := sqlstore.New(db) // creates lock_leases if missing
+//	if err != nil {
+//		return err
+//	}
 //	m := lease.NewManager(store)
+//	_ = m
 //
 // Each operation is one statement that commits at once: Acquire takes a row
 // that is free, expired or already the caller's and bumps and returns the
@@ -54,7 +59,9 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// Store is a lease.Store on a table. It is safe for concurrent use.
+// Store is a lease.Store on a table. It is safe for concurrent use. Make
+// it with New: every method of a zero Store or a nil *Store returns an
+// error naming sqlstore.New.
 type Store struct {
 	db     *gorm.DB
 	pool   gorm.ConnPool
@@ -66,7 +73,8 @@ type Store struct {
 
 var _ lease.Store = (*Store)(nil)
 
-// Option configures New and CreateTableSQL.
+// Option configures New and CreateTableSQL. A nil Option is ignored; an
+// invalid value is returned as an error by the call.
 type Option func(*config)
 
 type config struct {
@@ -86,10 +94,9 @@ func CreateTable(create bool) Option { return func(c *config) { c.create = creat
 func buildConfig(opts []Option) (config, error) {
 	cfg := config{table: DefaultTable, create: true}
 	for _, o := range opts {
-		if o == nil {
-			return cfg, errors.New("sqlstore: nil Option")
+		if o != nil {
+			o(&cfg)
 		}
-		o(&cfg)
 	}
 	return cfg, nil
 }
@@ -205,8 +212,24 @@ func (s *Store) checkSQLiteVersion(ctx context.Context) error {
 	return nil
 }
 
-// Table returns the table name.
-func (s *Store) Table() string { return s.table }
+// Table returns the table name ("" for a Store not made by New).
+func (s *Store) Table() string {
+	if s == nil {
+		return ""
+	}
+	return s.table
+}
+
+// errZeroStore answers every call on a Store not made by New.
+var errZeroStore = errors.New("sqlstore: Store has no database (zero value or nil); use sqlstore.New")
+
+// usable refuses a Store not made by New.
+func (s *Store) usable() error {
+	if s == nil || s.db == nil || s.db.Statement == nil || s.pool == nil {
+		return errZeroStore
+	}
+	return nil
+}
 
 // Acquire takes name for owner when it is free, released or expired, in one
 // statement (two on MySQL and MariaDB for a name without a row yet), and
@@ -277,12 +300,18 @@ func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
 // Release frees name if owner holds it (it keeps the row, and so the
 // fencing counter).
 func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
+	if err := s.usable(); err != nil {
+		return false, err
+	}
 	return s.update(ctx, "release", s.stmts.release, name, owner, 0)
 }
 
 // Refresh sets name's expiry to ttl from now, by the database's clock, if
 // owner holds it.
 func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	if err := s.usable(); err != nil {
+		return false, err
+	}
 	return s.update(ctx, "refresh", s.stmts.refresh, name, owner, ttl)
 }
 
@@ -318,6 +347,9 @@ func (s *Store) update(ctx context.Context, op string, st stmt, name, owner stri
 // join returns a context that ends when ctx or the context db carried at
 // New ends. A context already done fails the call at once, before any SQL.
 func (s *Store) join(ctx context.Context, op string) (context.Context, context.CancelFunc, error) {
+	if err := s.usable(); err != nil {
+		return nil, nil, err
+	}
 	if c := s.db.Statement.Context; c != nil && c.Err() != nil {
 		return nil, nil, s.wrap(op, context.Cause(c))
 	}
@@ -339,6 +371,9 @@ func (s *Store) retry(ctx context.Context, run func() error) error {
 }
 
 func (s *Store) values(ctx context.Context, name, owner string, ttl time.Duration) (values, error) {
+	if err := s.usable(); err != nil {
+		return values{}, err
+	}
 	switch {
 	case ctx == nil:
 		return values{}, errors.New("sqlstore: nil context")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -30,13 +31,13 @@ func TestTimeouts(t *testing.T) {
 		release := hold(t, tg.DB, name, nil)
 
 		start := time.Now()
-		err := advisory.With(ctx, tg.DB, name, notRun(t), advisory.Timeout(0))
+		err := advisory.With(ctx, tg.DB, name, notRun(t), advisory.WaitAtMost(0))
 		tryElapsed := time.Since(start)
 		require.ErrorIs(t, err, advisory.ErrTimeout, "Timeout(0) while held")
 		require.Truef(t, tryElapsed < 500*time.Millisecond, "Timeout(0) took %v", tryElapsed)
 
 		start = time.Now()
-		err = advisory.With(ctx, tg.DB, name, notRun(t), advisory.Timeout(300*time.Millisecond))
+		err = advisory.With(ctx, tg.DB, name, notRun(t), advisory.WaitAtMost(300*time.Millisecond))
 		waitElapsed := time.Since(start)
 		require.ErrorIs(t, err, advisory.ErrTimeout, "Timeout(300ms) while held")
 		atLeast := 250 * time.Millisecond
@@ -49,7 +50,7 @@ func TestTimeouts(t *testing.T) {
 		require.NoError(t, release(), "holder")
 		for _, d := range []time.Duration{0, 300 * time.Millisecond} {
 			ran := false
-			require.NoError(t, advisory.With(ctx, tg.DB, name, func(*gorm.DB) error { ran = true; return nil }, advisory.Timeout(d)), "after release")
+			require.NoError(t, advisory.With(ctx, tg.DB, name, func(*gorm.DB) error { ran = true; return nil }, advisory.WaitAtMost(d)), "after release")
 			require.Truef(t, ran, "fn did not run")
 		}
 		require.Truef(t, holder(t, tg, name) == 0, "lock still held after With returned")
@@ -93,7 +94,7 @@ func TestErrorAndPanicRelease(t *testing.T) {
 		})
 		require.ErrorIs(t, err, boom, "fn's error")
 		require.Truef(t, holder(t, tg, name) == 0, "held after fn returned an error")
-		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after fn's error")
+		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.WaitAtMost(0)), "after fn's error")
 
 		func() {
 			defer func() {
@@ -105,7 +106,7 @@ func TestErrorAndPanicRelease(t *testing.T) {
 			t.Error("With returned normally after a panic")
 		}()
 		require.Truef(t, holder(t, tg, name) == 0, "held after fn panicked")
-		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after fn's panic")
+		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.WaitAtMost(0)), "after fn's panic")
 	})
 }
 
@@ -127,7 +128,7 @@ func TestKilledHolderFreesLock(t *testing.T) {
 
 		acquired := make(chan time.Time, 1)
 		go func() {
-			err := advisory.With(ctx, waiters.DB, name, func(*gorm.DB) error { acquired <- time.Now(); return nil }, advisory.Timeout(10*time.Second))
+			err := advisory.With(ctx, waiters.DB, name, func(*gorm.DB) error { acquired <- time.Now(); return nil }, advisory.WaitAtMost(10*time.Second))
 			if err != nil {
 				t.Errorf("second acquirer: %v", err)
 				acquired <- time.Time{}
@@ -145,7 +146,7 @@ func TestKilledHolderFreesLock(t *testing.T) {
 		// The holder learns at release that its session is gone; its pool
 		// carries on with a fresh connection.
 		require.Truef(t, release() != nil, "the killed holder's release reported success")
-		require.NoError(t, advisory.With(ctx, holderTG.DB, name, noop, advisory.Timeout(time.Second)), "holder's pool after the kill")
+		require.NoError(t, advisory.With(ctx, holderTG.DB, name, noop, advisory.WaitAtMost(time.Second)), "holder's pool after the kill")
 	})
 }
 
@@ -168,7 +169,7 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		require.NoError(t, release(), "holder")
 		require.Truef(t, holder(t, tg, name) == 0, "held after the holder released and the waiter was cancelled")
 		require.Truef(t, waiting(t, tg, name) == 0, "a waiter is left")
-		require.NoError(t, advisory.With(context.Background(), waiters.DB, name, noop, advisory.Timeout(0)), "after cancel")
+		require.NoError(t, advisory.With(context.Background(), waiters.DB, name, noop, advisory.WaitAtMost(0)), "after cancel")
 	})
 }
 
@@ -199,7 +200,7 @@ func TestCommitInsideFnKeepsLock(t *testing.T) {
 			require.NoError(t, tg.Plain.Table(table).Count(&n).Error, "count")
 			require.Truef(t, n == 1, "the transaction inside fn did not commit")
 			require.Truef(t, holder(t, tg, name) != 0, "COMMIT inside fn released the lock")
-			other := advisory.With(context.Background(), tg.Plain, name, notRun(t), advisory.Timeout(0))
+			other := advisory.With(context.Background(), tg.Plain, name, notRun(t), advisory.WaitAtMost(0))
 			require.ErrorIs(t, other, advisory.ErrTimeout, "another session after a COMMIT inside fn")
 			return nil
 		})
@@ -223,7 +224,7 @@ func TestNestedSameNameFailsAtOnce(t *testing.T) {
 			// At once: well before the 2 s a deadlock would have run into.
 			require.Truef(t, time.Since(start) < time.Second, "nesting took %v", time.Since(start))
 			// Another name nests fine.
-			return advisory.With(conn.Statement.Context, tg.DB, name+"-inner", noop, advisory.Timeout(0))
+			return advisory.With(conn.Statement.Context, tg.DB, name+"-inner", noop, advisory.WaitAtMost(0))
 		})
 		require.NoError(t, err, "With")
 	})
@@ -233,13 +234,13 @@ func TestSQLiteUnsupported(t *testing.T) {
 	tg := testdb.Get(t, testdb.SQLite)
 	ran := false
 	err := advisory.With(context.Background(), tg.DB, lockName(t), func(*gorm.DB) error { ran = true; return nil })
-	require.ErrorIs(t, err, advisory.ErrUnsupported, "With")
+	require.ErrorIs(t, err, lockplugin.ErrUnsupported, "With")
 	require.Truef(t, strings.Contains(err.Error(), "SQLite"), "error does not name SQLite: %v", err)
 	require.Truef(t, !ran, "fn ran unserialised")
 	_, err = advisory.Acquire(context.Background(), tg.DB, lockName(t))
-	require.ErrorIs(t, err, advisory.ErrUnsupported, "Acquire")
+	require.ErrorIs(t, err, lockplugin.ErrUnsupported, "Acquire")
 	err = tg.DB.Transaction(func(tx *gorm.DB) error { return advisory.WithTx(tx, lockName(t)) })
-	require.ErrorIs(t, err, advisory.ErrUnsupported, "WithTx")
+	require.ErrorIs(t, err, lockplugin.ErrUnsupported, "WithTx")
 	require.Truef(t, !advisory.Supported(tg.DB), "Supported(SQLite)")
 }
 
@@ -261,8 +262,8 @@ func TestLongNamesAreTheServersBusiness(t *testing.T) {
 	err := advisory.With(ctx, tg.DB, name65, func(*gorm.DB) error {
 		require.Truef(t, holder(t, tg, name65) != 0, "65-character lock not held")
 		require.Truef(t, holder(t, tg, name65[:64]) == 0, "the name was truncated")
-		return advisory.With(ctx, tg.Plain, name65[:64], noop, advisory.Timeout(0))
-	}, advisory.Timeout(0))
+		return advisory.With(ctx, tg.Plain, name65[:64], noop, advisory.WaitAtMost(0))
+	}, advisory.WaitAtMost(0))
 	require.NoError(t, err, "65 characters on MariaDB")
 	long := (prefix + "-long-" + strings.Repeat("x", 200))[:193]
 	err = advisory.With(ctx, tg.DB, long, notRun(t))
@@ -274,16 +275,16 @@ func TestAcquireRelease(t *testing.T) {
 	live(t, func(t *testing.T, tg *testdb.Target) {
 		ctx, cancel := context.WithCancel(context.Background())
 		name := lockName(t)
-		l, err := advisory.Acquire(ctx, tg.DB, name, advisory.Timeout(time.Second))
+		l, err := advisory.Acquire(ctx, tg.DB, name, advisory.WaitAtMost(time.Second))
 		require.NoError(t, err, "Acquire")
 		if h := holder(t, tg, name); h != -1 { // SQL Server does not say who
 			require.Truef(t, h == sessionID(t, tg, l.DB()), "the lock is on session %d, Lock.DB on another", h)
 		}
 		cancel() // the acquisition's context ends; the lock and its DB live on
 		require.NoError(t, l.DB().Exec("SELECT 1").Error, "Lock.DB after the acquisition's ctx ended")
-		require.ErrorIs(t, advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.Timeout(0)), advisory.ErrTimeout, "while acquired")
+		require.ErrorIs(t, advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.WaitAtMost(0)), advisory.ErrTimeout, "while acquired")
 		require.NoError(t, l.Release(ctx), "Release")
-		require.ErrorIs(t, l.Release(ctx), advisory.ErrNotHeld, "second Release")
+		require.NoError(t, l.Release(ctx), "second Release by the same handle: a no-op")
 		require.Truef(t, holder(t, tg, name) == 0, "held after Release")
 	})
 }
@@ -294,7 +295,7 @@ func TestWithTx(t *testing.T) {
 		name := lockName(t)
 		if !tg.Is(dialects.Postgres, dialects.SQLServer) {
 			err := tg.DB.Transaction(func(tx *gorm.DB) error { return advisory.WithTx(tx, name) })
-			require.ErrorIs(t, err, advisory.ErrUnsupported, "WithTx on "+tg.Name)
+			require.ErrorIs(t, err, lockplugin.ErrUnsupported, "WithTx on "+tg.Name)
 			return
 		}
 		require.Truef(t, advisory.WithTx(tg.DB, name) != nil, "WithTx outside a transaction")
@@ -303,8 +304,8 @@ func TestWithTx(t *testing.T) {
 			if tg.Is(dialects.Postgres) {
 				require.NoError(t, tx.Exec("SET LOCAL lock_timeout = '7s'").Error, "SET LOCAL")
 			}
-			require.NoError(t, advisory.WithTx(tx, name, advisory.Timeout(time.Second)), "WithTx")
-			require.NoError(t, advisory.WithTx(tx, name, advisory.Timeout(0)), "WithTx again in its transaction")
+			require.NoError(t, advisory.WithTx(tx, name, advisory.WaitAtMost(time.Second)), "WithTx")
+			require.NoError(t, advisory.WithTx(tx, name, advisory.WaitAtMost(0)), "WithTx again in its transaction")
 			if tg.Is(dialects.Postgres) {
 				var lt string
 				require.NoError(t, tx.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
@@ -312,17 +313,17 @@ func TestWithTx(t *testing.T) {
 			}
 			require.Truef(t, holder(t, tg, name) != 0, "not held")
 			// Busy for everybody else until the transaction ends.
-			require.ErrorIs(t, advisory.With(ctx, tg.Plain, name, notRun(t), advisory.Timeout(0)), advisory.ErrTimeout, "With while held")
+			require.ErrorIs(t, advisory.With(ctx, tg.Plain, name, notRun(t), advisory.WaitAtMost(0)), advisory.ErrTimeout, "With while held")
 			return tg.Plain.Transaction(func(tx2 *gorm.DB) error {
-				require.ErrorIs(t, advisory.WithTx(tx2, name, advisory.Timeout(0)), advisory.ErrTimeout, "WithTx Timeout(0) while held")
+				require.ErrorIs(t, advisory.WithTx(tx2, name, advisory.WaitAtMost(0)), advisory.ErrTimeout, "WithTx Timeout(0) while held")
 				start := time.Now()
-				require.ErrorIs(t, advisory.WithTx(tx2, name, advisory.Timeout(300*time.Millisecond)), advisory.ErrTimeout, "WithTx Timeout(300ms) while held")
+				require.ErrorIs(t, advisory.WithTx(tx2, name, advisory.WaitAtMost(300*time.Millisecond)), advisory.ErrTimeout, "WithTx Timeout(300ms) while held")
 				require.Truef(t, time.Since(start) >= 250*time.Millisecond, "gave up after %v", time.Since(start))
 				return errors.New("roll back") // a failed wait aborts a PostgreSQL transaction
 			})
 		})
 		require.Truef(t, err != nil && strings.Contains(err.Error(), "roll back"), "err = %v", err)
 		require.Truef(t, holder(t, tg, name) == 0, "transaction lock outlived its transaction")
-		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.Timeout(0)), "after the transaction")
+		require.NoError(t, advisory.With(ctx, tg.DB, name, noop, advisory.WaitAtMost(0)), "after the transaction")
 	})
 }

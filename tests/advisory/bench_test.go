@@ -38,7 +38,7 @@ func BenchmarkWith(b *testing.B) {
 }
 
 func BenchmarkWithTimeout(b *testing.B) {
-	benchCycle(b, []advisory.Option{advisory.Timeout(time.Second)}, map[string]rawCycle{
+	benchCycle(b, []advisory.Option{advisory.WaitAtMost(time.Second)}, map[string]rawCycle{
 		// By hand, a bounded PostgreSQL wait sets lock_timeout and puts it back.
 		"postgres": func(ctx context.Context, conn *sql.Conn, name string) error {
 			key := advisory.PostgresKey(name)
@@ -58,7 +58,7 @@ func BenchmarkWithTimeout(b *testing.B) {
 }
 
 func BenchmarkWithTry(b *testing.B) {
-	benchCycle(b, []advisory.Option{advisory.Timeout(0)}, map[string]rawCycle{
+	benchCycle(b, []advisory.Option{advisory.WaitAtMost(0)}, map[string]rawCycle{
 		"postgres": rawSQL("SELECT pg_try_advisory_lock($1)", "SELECT pg_advisory_unlock($1)", true),
 		"mysql":    rawSQL("SELECT GET_LOCK(?, 0)", "SELECT RELEASE_LOCK(?)", false),
 	})

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -32,7 +33,7 @@ func live(t *testing.T, fn func(t *testing.T, tg *testdb.Target)) {
 				t.Fatalf("fn ran on %s", tg.Name)
 				return nil
 			})
-			if !errors.Is(err, advisory.ErrUnsupported) {
+			if !errors.Is(err, lockplugin.ErrUnsupported) {
 				t.Fatalf("%s: err = %v, want ErrUnsupported", tg.Name, err)
 			}
 			t.Logf("refused on %s, as documented", tg.Name)

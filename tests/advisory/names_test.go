@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -59,7 +60,7 @@ func TestNULNamesRefusedOnMySQL(t *testing.T) {
 func TestLongNameErrorIsCapped(t *testing.T) {
 	tg := testdb.Get(t, testdb.MySQL)
 	name := "i12-long-" + strings.Repeat("x", 1<<20)
-	err := advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.Timeout(0))
+	err := advisory.With(context.Background(), tg.DB, name, notRun(t), advisory.WaitAtMost(0))
 	require.Error(t, err)
 	t.Logf("%s: a %d-byte name: %d-byte error %.200q", tg.Name, len(name), len(err.Error()), err.Error())
 	require.Lessf(t, len(err.Error()), 1024, "a %d-byte name made a %d-byte error", len(name), len(err.Error()))
@@ -94,7 +95,7 @@ func TestMySQLCancelWithExhaustedPool(t *testing.T) {
 		require.Lessf(t, took, 5*time.Second, "the cancellation queued for the exhausted pool")
 	}
 	require.NoError(t, release())
-	require.NoError(t, advisory.With(context.Background(), waiters.DB, name, func(*gorm.DB) error { return nil }, advisory.Timeout(time.Second)))
+	require.NoError(t, advisory.With(context.Background(), waiters.DB, name, func(*gorm.DB) error { return nil }, advisory.WaitAtMost(time.Second)))
 
 }
 
@@ -110,7 +111,7 @@ func TestCancelledDBContextStopsWith(t *testing.T) {
 		ran := 0
 		err := advisory.With(bg, tg.DB.WithContext(rctx), name, func(*gorm.DB) error { ran++; return nil })
 		if !tg.Dialect.Supports(dialects.AdvisoryLock) {
-			require.ErrorIs(t, err, advisory.ErrUnsupported)
+			require.ErrorIs(t, err, lockplugin.ErrUnsupported)
 			require.Zero(t, ran)
 			return
 		}
@@ -173,7 +174,7 @@ func TestMySQLKillQueryRaceLeavesNothingHeld(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			l, err := advisory.Acquire(ctx, waiters.DB, name, advisory.Timeout(5*time.Second))
+			l, err := advisory.Acquire(ctx, waiters.DB, name, advisory.WaitAtMost(5*time.Second))
 			done <- result{l, err}
 		}()
 		var id int64

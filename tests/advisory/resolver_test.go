@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/logger"
 	"gorm.io/plugin/dbresolver"
 
+	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -144,14 +145,14 @@ func TestPostgresLockTimeoutStaysLocal(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "indefinite wait under a 100ms server lock_timeout")
 	require.Truef(t, time.Since(start) >= 550*time.Millisecond, "the indefinite wait ended after %v", time.Since(start))
 
-	require.ErrorIs(t, advisory.With(context.Background(), strict.DB, name, notRun(t), advisory.Timeout(200*time.Millisecond)), advisory.ErrTimeout, "Timeout(200ms)")
+	require.ErrorIs(t, advisory.With(context.Background(), strict.DB, name, notRun(t), advisory.WaitAtMost(200*time.Millisecond)), advisory.ErrTimeout, "Timeout(200ms)")
 	require.NoError(t, strict.DB.Raw("SHOW lock_timeout").Scan(&lt).Error, "SHOW")
 	require.Truef(t, lt == "100ms", "the pooled connection kept lock_timeout %q", lt)
 
 	require.NoError(t, release(), "holder")
 	require.NoError(t, advisory.With(context.Background(), strict.DB, name, func(conn *gorm.DB) error {
 		return conn.Raw("SHOW lock_timeout").Scan(&lt).Error
-	}, advisory.Timeout(time.Second)), "With")
+	}, advisory.WaitAtMost(time.Second)), "With")
 	require.Truef(t, lt == "100ms", "fn saw lock_timeout %q", lt)
 }
 
@@ -169,6 +170,6 @@ func TestDryRunDialectors(t *testing.T) {
 	my := testdb.DryRun(t, "mysql-8.0.36")
 	require.Truef(t, advisory.Supported(my), "MySQL not supported")
 	err = advisory.WithTx(my, lockName(t))
-	require.ErrorIs(t, err, advisory.ErrUnsupported, "WithTx on MySQL")
+	require.ErrorIs(t, err, lockplugin.ErrUnsupported, "WithTx on MySQL")
 	require.Truef(t, strings.Contains(err.Error(), "MySQL 8.0.36"), "error does not name the database: %v", err)
 }

@@ -178,7 +178,7 @@ func TestPostgresTimeoutRaceLeavesNothingHeld(t *testing.T) {
 		naive         raceAcquirer
 		opts          []advisory.Option
 	}{
-		{"Timeout(10ms)", "", naiveTimed, []advisory.Option{advisory.Timeout(raceWait)}},
+		{"Timeout(10ms)", "", naiveTimed, []advisory.Option{advisory.WaitAtMost(raceWait)}},
 		{"session lock_timeout", "10ms", naiveForever, nil},
 	}
 	for _, c := range cases {

@@ -111,7 +111,7 @@ func TestI16GuardedTransaction(t *testing.T) {
 		time.Sleep(ttl + 50*time.Millisecond)
 		got := make(chan time.Time, 1)
 		go func() {
-			b, err := lease.NewManager(store).Acquire(ctx, name, lease.TTL(10*time.Second), lease.Wait(10*time.Second))
+			b, err := lease.NewManager(store).Acquire(ctx, name, lease.TTL(10*time.Second), lease.WaitAtMost(10*time.Second))
 			if err == nil {
 				got <- time.Now()
 				_ = b.Release(ctx)

@@ -87,7 +87,7 @@ func takeover(t *testing.T, sc storeCase, m *lease.Manager, old *lease.Lease, tt
 	} else {
 		noErr(t, old.Release(ctx)) // its goroutine, paused, does not know
 	}
-	l, err := m.Acquire(ctx, old.Name(), lease.TTL(10*time.Second), lease.Wait(5*time.Second))
+	l, err := m.Acquire(ctx, old.Name(), lease.TTL(10*time.Second), lease.WaitAtMost(5*time.Second))
 	noErr(t, err)
 	want(t, l.Fence() > old.Fence(), "new fence %d not above %d", l.Fence(), old.Fence())
 	return l

@@ -49,7 +49,7 @@ func TestI16HoldAtLeast(t *testing.T) {
 						continue
 					}
 					isErr(t, err, lease.ErrNotAcquired)
-					other, err = m.Acquire(ctx, name, lease.TTL(10*time.Second), lease.Wait(5*time.Second))
+					other, err = m.Acquire(ctx, name, lease.TTL(10*time.Second), lease.WaitAtMost(5*time.Second))
 					noErr(t, err)
 					got := time.Since(sent)
 					want(t, got >= hold, "taken %v after the held acquire, before the %v hold", got, hold)

@@ -3,11 +3,13 @@ package holds_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 	"github.com/stretchr/testify/require"
@@ -26,8 +28,8 @@ func TestExpiry(t *testing.T) {
 			t.Fatalf("hold = %+v, want one expiring 300ms after it was created", h)
 		}
 		granted := time.Now()
-		if other, err := holds.Acquire(ctx, tg.DB, s, "user:2", inTable); err != nil || other != nil {
-			t.Fatalf("second holder before expiry: %+v, %v; want nil, nil", other, err)
+		if other, err := holds.Acquire(ctx, tg.DB, s, "user:2", inTable); !errors.Is(err, holds.ErrFull) || !errors.Is(err, lockplugin.ErrBusy) || other != nil {
+			t.Fatalf("second holder before expiry: %+v, %v; want nil, ErrFull (and ErrBusy)", other, err)
 		}
 		// Expiry has nothing to signal: poll, bounded.
 		deadline := time.Now().Add(5 * time.Second)
@@ -52,8 +54,11 @@ func TestExpiry(t *testing.T) {
 		if err != nil || other == nil {
 			t.Fatalf("second holder after expiry: %+v, %v; want a hold", other, err)
 		}
-		if err := holds.Extend(ctx, tg.DB, h, time.Minute); !errors.Is(err, holds.ErrNotActive) {
-			t.Fatalf("extending the expired hold: %v, want ErrNotActive", err)
+		if err := holds.Extend(ctx, tg.DB, h, time.Minute); !errors.Is(err, holds.ErrNotActive) || !errors.Is(err, holds.ErrLost) {
+			t.Fatalf("extending the expired hold: %v, want ErrLost and ErrNotActive", err)
+		}
+		if err := h.Release(ctx); !errors.Is(err, holds.ErrLost) || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("releasing the expired hold: %v, want ErrLost saying it expired", err)
 		}
 	})
 }
@@ -70,11 +75,12 @@ func TestReleaseFreesSlot(t *testing.T) {
 		if full, err := holds.IsFull(ctx, tg.DB, s, inTable); err != nil || !full {
 			t.Fatalf("IsFull with the one slot held = %v, %v", full, err)
 		}
-		require.NoError(t, holds.Release(ctx, tg.DB, h))
+		require.NoError(t, h.Release(ctx))
 		if h.ReleasedAt == nil {
 			t.Fatal("ReleasedAt not set")
 		}
 		first := *h.ReleasedAt
+		require.NoError(t, h.Release(ctx)) // this handle's second release: a no-op
 		require.NoError(t, holds.Release(ctx, tg.DB, h))
 		if !h.ReleasedAt.Equal(first) {
 			t.Fatalf("second release moved ReleasedAt from %v to %v", first, *h.ReleasedAt)
@@ -168,8 +174,16 @@ func TestLowerCapacity(t *testing.T) {
 		stale := *s // still says 3
 		require.NoError(t, tg.DB.Model(s).Update("capacity", 1).Error)
 		require.NoError(t, holds.Release(ctx, tg.DB, held[2]))
-		if h, err := holds.Acquire(ctx, tg.DB, &stale, "d", inTable); err != nil || h != nil {
-			t.Fatalf("acquire over the lowered capacity: %+v, %v; want nil", h, err)
+		if h, err := holds.Acquire(ctx, tg.DB, &stale, "d", inTable); !errors.Is(err, holds.ErrFull) || h != nil {
+			t.Fatalf("acquire over the lowered capacity: %+v, %v; want nil, ErrFull", h, err)
+		}
+		// IsFull and Available read the capacity where Acquire does: from
+		// the row (1), not from the stale struct (3).
+		if full, err := holds.IsFull(ctx, tg.DB, &stale, inTable); err != nil || !full {
+			t.Fatalf("IsFull with a stale struct saying 3: %v, %v; want true (the row says 1)", full, err)
+		}
+		if n, err := holds.Available(ctx, tg.DB, &stale, inTable); err != nil || n != 0 {
+			t.Fatalf("Available with a stale struct saying 3: %d, %v; want 0", n, err)
 		}
 		for _, h := range held[:2] {
 			again, err := holds.Acquire(ctx, tg.DB, s, h.Holder, inTable)

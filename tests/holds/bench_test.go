@@ -62,7 +62,7 @@ func benchAcquireWith(b *testing.B, resources, workers int) {
 				runWorkers(b, tg, workers, func(ctx context.Context, i int) error {
 					h, err := holds.Acquire(ctx, tg.DB, &seats[i%len(seats)], fmt.Sprintf("h%d", i), opt)
 					if err == nil && h == nil {
-						err = fmt.Errorf("acquisition %d found the seat full", i)
+						err = fmt.Errorf("acquisition %d: no hold and no error", i)
 					}
 					return err
 				})

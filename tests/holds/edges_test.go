@@ -3,6 +3,7 @@ package holds_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -299,8 +300,10 @@ func TestPreparedStatementMode(t *testing.T) {
 			}
 			if err == nil {
 				var full *holds.Hold
-				if full, err = holds.Acquire(ctx, tx, s, "p:2", inEdge); err == nil && full != nil {
-					err = fmt.Errorf("a second hold on a seat of one: %+v", full)
+				if full, err = holds.Acquire(ctx, tx, s, "p:2", inEdge); !errors.Is(err, holds.ErrFull) || full != nil {
+					err = fmt.Errorf("a second hold on a seat of one: %+v, %v; want nil, ErrFull", full, err)
+				} else {
+					err = nil
 				}
 			}
 			return err
@@ -329,8 +332,8 @@ func TestExtendInCallerSnapshot(t *testing.T) {
 }
 
 // Release inside a caller's REPEATABLE READ transaction of a hold that was
-// granted and released after the transaction's snapshot: already released,
-// not "not found".
+// granted and released after the transaction's snapshot: released
+// elsewhere (ErrLost, for a copy of the hold), not "not found".
 func TestReleaseInCallerSnapshot(t *testing.T) {
 	tg := testdb.Get(t, testdb.MySQL)
 	edgeSetup(t, tg)
@@ -343,8 +346,8 @@ func TestReleaseInCallerSnapshot(t *testing.T) {
 	h, err := holds.Acquire(ctx, tg.DB, s, "late", inEdge)
 	require.NoError(t, err)
 	require.NoError(t, holds.Release(ctx, tg.DB, h))
-	h.ReleasedAt = nil
-	require.NoError(t, holds.Release(ctx, tx, h))
-	require.NotNil(t, h.ReleasedAt)
+	copyOf := &holds.Hold{ID: h.ID}
+	require.ErrorIs(t, holds.Release(ctx, tx, copyOf, inEdge), holds.ErrLost)
+	require.NoError(t, holds.Release(ctx, tx, h), "this handle's second release")
 	require.NoError(t, tx.Commit().Error)
 }

@@ -2,6 +2,7 @@ package holds_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -77,8 +78,8 @@ func TestExtendRacesExpiry(t *testing.T) {
 			if n := activeRows(t, tg.DB, s); n > 1 {
 				t.Fatalf("hand-built hold %v: %d active holds on a seat of capacity 1 (second acquirer: %+v, %v)", hand, n, r.h, r.err)
 			}
-			if r.err != nil || r.h != nil {
-				t.Fatalf("hand-built hold %v: second acquirer = %+v, %v; want nil, nil after the extension committed", hand, r.h, r.err)
+			if !errors.Is(r.err, holds.ErrFull) || r.h != nil {
+				t.Fatalf("hand-built hold %v: second acquirer = %+v, %v; want nil, ErrFull after the extension committed", hand, r.h, r.err)
 			}
 		}
 	})

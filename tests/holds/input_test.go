@@ -50,8 +50,8 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 		zero := newSeat(t, tg.DB, 0)
-		if h, err := holds.Acquire(ctx, tg.DB, zero, "u", inTable); h != nil || err != nil {
-			t.Errorf("capacity 0: %+v, %v; want nil, nil", h, err)
+		if h, err := holds.Acquire(ctx, tg.DB, zero, "u", inTable); h != nil || !errors.Is(err, holds.ErrFull) {
+			t.Errorf("capacity 0: %+v, %v; want nil, ErrFull", h, err)
 		}
 		neg := &seat{ID: zero.ID, Capacity: -1}
 		if full, err := holds.IsFull(ctx, tg.DB, neg, inTable); !full || err != nil {

@@ -274,7 +274,7 @@ func BenchmarkHandoff(b *testing.B) {
 		handoff(b, sig.refused, func(ctx context.Context, name string, wait time.Duration) (func() error, error) {
 			opts := []lease.Option{lease.TTL(10 * time.Second)}
 			if wait > 0 {
-				opts = append(opts, lease.Wait(wait))
+				opts = append(opts, lease.WaitAtMost(wait))
 			}
 			l, err := m.Acquire(ctx, name, opts...)
 			if err != nil {
@@ -394,7 +394,7 @@ func BenchmarkOneName(b *testing.B) {
 			m := lease.NewManager(s, lease.PollInterval(handoffPoll))
 			name := benchName(b)
 			oneName(b, workers, &s.calls, func(ctx context.Context, _ string) error {
-				l, err := m.Acquire(ctx, name, lease.TTL(10*time.Second), lease.Wait(time.Minute))
+				l, err := m.Acquire(ctx, name, lease.TTL(10*time.Second), lease.WaitAtMost(time.Minute))
 				if err != nil {
 					return err
 				}

@@ -129,7 +129,7 @@ func TestEtcdHoldersCanOverlap(t *testing.T) {
 	stop := make(chan struct{})
 	time.AfterFunc(500*time.Millisecond, func() { close(stop) })
 	h.run([]*lease.Manager{lease.NewManager(s), lease.NewManager(s), lease.NewManager(s)}, uniqueName(t), stop,
-		lease.TTL(3*time.Second), lease.KeepAlive(time.Second), lease.Wait(10*time.Second))
+		lease.TTL(3*time.Second), lease.KeepAlive(time.Second), lease.WaitAtMost(10*time.Second))
 	t.Log("grant-all store: " + h.String())
 	if h.overlaps == 0 {
 		t.Fatal("no overlap on a store that grants everyone: the harness cannot catch one")
@@ -157,7 +157,7 @@ func TestEtcdLeaderKills(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.run(ms, name, stop, lease.TTL(2*time.Second), lease.KeepAlive(500*time.Millisecond), lease.Wait(20*time.Second))
+		h.run(ms, name, stop, lease.TTL(2*time.Second), lease.KeepAlive(500*time.Millisecond), lease.WaitAtMost(20*time.Second))
 	}()
 	const kills = 10
 	heldAtKill := 0

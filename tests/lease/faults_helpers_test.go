@@ -97,8 +97,8 @@ func randomOwner() string {
 // was sent: the earliest moment the store can have granted the lease.
 type grantClock struct {
 	lease.Store
-	mu   sync.Mutex
-	sent time.Time
+	mu            sync.Mutex
+	sent, replied time.Time // of the acquire that was granted
 }
 
 func (g *grantClock) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
@@ -106,7 +106,7 @@ func (g *grantClock) Acquire(ctx context.Context, name, owner string, ttl time.D
 	f, ok, err := g.Store.Acquire(ctx, name, owner, ttl)
 	if ok && err == nil {
 		g.mu.Lock()
-		g.sent = sent
+		g.sent, g.replied = sent, time.Now()
 		g.mu.Unlock()
 	}
 	return f, ok, err
@@ -125,7 +125,9 @@ type takeover struct {
 	// starved: an overlap where the holder's own timer ran more than
 	// starvedAfter past the lease's safety deadline: this process was not
 	// scheduled (a loaded machine), which no local mechanism can help and
-	// fencing exists for. Reported apart, and limited by the tests.
+	// fencing exists for; or where fn's context ended while the rival's
+	// grant was in flight for more than starvedAfter, so that the grant's
+	// moment is unknown. Reported apart, and limited by the tests.
 	starved bool
 	late    time.Duration // how late the lease's context ended after its deadline
 }
@@ -162,7 +164,7 @@ func runTakeover(t *testing.T, name string, holder func(fn func(context.Context)
 	fault()
 	g := &grantClock{Store: rival}
 	l, err := lease.NewManager(g, lease.PollInterval(5*time.Millisecond)).
-		Acquire(context.Background(), name, lease.TTL(10*time.Second), lease.Wait(5*time.Second))
+		Acquire(context.Background(), name, lease.TTL(10*time.Second), lease.WaitAtMost(5*time.Second))
 	if err != nil {
 		t.Logf("rival: %v", err)
 		c := cancelled.Load()
@@ -171,7 +173,7 @@ func runTakeover(t *testing.T, name string, holder func(fn func(context.Context)
 	defer func() { _ = l.Release(context.Background()) }()
 	c := cancelled.Load()
 	g.mu.Lock()
-	sent := g.sent
+	sent, replied := g.sent, g.replied
 	g.mu.Unlock()
 	var late time.Duration
 	if !expiry.IsZero() {
@@ -189,10 +191,15 @@ func runTakeover(t *testing.T, name string, holder func(fn func(context.Context)
 		if le := leaseEnded.Load(); le != nil {
 			lat = le.Sub(started).String()
 		}
-		starved := !expiry.IsZero() && late > starvedAfter
+		// The store granted the rival somewhere between the acquire's send
+		// and its reply. When fn's context ended inside that window and the
+		// window is wide (the database ran the statement late, on a loaded
+		// machine), the run cannot tell an overlap from a late start.
+		ambiguous := c != nil && c.Before(replied) && replied.Sub(sent) > starvedAfter
+		starved := !expiry.IsZero() && (late > starvedAfter || ambiguous)
 		if !expiry.IsZero() {
-			t.Logf("OVERLAP on %q (starved: %v): from fn's start, holder's safety deadline %v, rival's grant sent %v, lease ctx ended %s, fn's ctx ended %s",
-				name, starved, expiry.Sub(started), sent.Sub(started), lat, at)
+			t.Logf("OVERLAP on %q (starved: %v): from fn's start, holder's safety deadline %v, rival's grant sent %v and answered %v, lease ctx ended %s, fn's ctx ended %s",
+				name, starved, expiry.Sub(started), sent.Sub(started), replied.Sub(started), lat, at)
 		}
 		return takeover{overlap: !starved, starved: starved, got: true, late: late}
 	}
@@ -227,7 +234,7 @@ func (s *summary) add(r takeover) {
 func (s *summary) String() string {
 	out := fmt.Sprintf("%d overlaps in %d runs (%d takeovers)", s.overlaps, s.runs, s.takeovers)
 	if s.starved > 0 {
-		out += fmt.Sprintf(", %d runs starved (holder's timer ran > %v late)", s.starved, starvedAfter)
+		out += fmt.Sprintf(", %d runs starved (holder's timer, or the rival's grant, > %v late)", s.starved, starvedAfter)
 	}
 	if s.maxLate > 0 {
 		out += fmt.Sprintf("; the lease's context ended at most %v after its deadline", s.maxLate.Round(time.Millisecond))

@@ -304,7 +304,7 @@ func tableBounded(t *testing.T, s lease.Store, partition, heal func()) {
 			return m.Do(ctx, "bounded", func(context.Context) error { return errors.New("fn ran without a lease") })
 		}},
 		{"Acquire, Background and Wait(1s)", func() error {
-			_, err := m.Acquire(context.Background(), "bounded", lease.Wait(time.Second))
+			_, err := m.Acquire(context.Background(), "bounded", lease.WaitAtMost(time.Second))
 			return err
 		}},
 	} {

@@ -50,7 +50,7 @@ func TestLostLease(t *testing.T) {
 		noErr(t, err)
 		start := time.Now()
 		// Waiting for the expiry: a waiting Acquire polls the store.
-		second, err := m.Acquire(ctx, name, lease.TTL(time.Minute), lease.Wait(10*time.Second))
+		second, err := m.Acquire(ctx, name, lease.TTL(time.Minute), lease.WaitAtMost(10*time.Second))
 		noErr(t, err)
 		took := time.Since(start)
 		t.Logf("taken over %v after the first acquire; fences %d then %d", took.Round(time.Millisecond), first.Fence(), second.Fence())
@@ -122,7 +122,7 @@ func TestUnreachableStore(t *testing.T) {
 		t.Helper()
 		ran := false
 		err := lease.NewManager(s).Do(ctx, uniqueName(t), func(context.Context) error { ran = true; return nil },
-			lease.TTL(time.Minute), lease.Wait(time.Second))
+			lease.TTL(time.Minute), lease.WaitAtMost(time.Second))
 		want(t, err != nil && !errors.Is(err, lease.ErrNotAcquired), "Do on an unreachable store returned %v, want a store error", err)
 		want(t, !ran, "fn ran without a lease")
 		t.Log(err)

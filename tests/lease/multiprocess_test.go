@@ -75,7 +75,7 @@ func TestLocalStoreAcrossProcesses(t *testing.T) {
 	got := make(chan *lease.Lease, 1)
 	errc := make(chan error, 1)
 	go func() {
-		l, err := m.Acquire(context.Background(), name, lease.Wait(30*time.Second))
+		l, err := m.Acquire(context.Background(), name, lease.WaitAtMost(30*time.Second))
 		errc <- err
 		got <- l
 	}()

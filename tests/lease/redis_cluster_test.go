@@ -115,7 +115,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	// The holder's own client acquires again (without WaitReplicas: the
 	// promoted replica has no replica of its own yet).
 	again := lease.NewManager(redisstore.New(holderClient, redisstore.Prefix(redisPrefix)), lease.CallTimeout(2*time.Second))
-	rl, err := again.Acquire(ctx, name, lease.TTL(30*time.Second), lease.Wait(5*time.Second))
+	rl, err := again.Acquire(ctx, name, lease.TTL(30*time.Second), lease.WaitAtMost(5*time.Second))
 	noErr(t, err, "the holder's client acquiring again after the failover")
 	want(t, rl.Fence() > l.Fence(), "fence %d after the failover is not above the first holder's %d", rl.Fence(), l.Fence())
 	noErr(t, rl.Release(ctx))

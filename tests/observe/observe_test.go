@@ -171,11 +171,11 @@ func TestObserverAdvisory(t *testing.T) {
 				t.Fatal(err)
 			}
 			expect(t, rec, "acquire", "advisory wait_started", "advisory wait_ended acquired", "advisory held")
-			if _, err := advisory.Acquire(ctx, db, name, advisory.Timeout(0)); !errors.Is(err, advisory.ErrTimeout) {
+			if _, err := advisory.Acquire(ctx, db, name, advisory.WaitAtMost(0)); !errors.Is(err, advisory.ErrTimeout) {
 				t.Fatalf("second acquire: %v", err)
 			}
 			expect(t, rec, "busy", "advisory wait_started", "advisory wait_ended busy")
-			if _, err := advisory.Acquire(ctx, db, name, advisory.Timeout(time.Second)); !errors.Is(err, advisory.ErrTimeout) {
+			if _, err := advisory.Acquire(ctx, db, name, advisory.WaitAtMost(time.Second)); !errors.Is(err, advisory.ErrTimeout) {
 				t.Fatalf("waiting acquire: %v", err)
 			}
 			expect(t, rec, "timeout", "advisory wait_started", "advisory wait_ended timeout")
@@ -228,7 +228,7 @@ func TestObserverHolds(t *testing.T) {
 			if e := rec.lastOf(observe.HoldGranted); e.Name != fmt.Sprint("i17_obs_seats/", s.ID) {
 				t.Fatalf("granted event %+v", e)
 			}
-			if h2, err := holds.Acquire(ctx, db, &s, "bob", in); err != nil || h2 != nil {
+			if h2, err := holds.Acquire(ctx, db, &s, "bob", in); !errors.Is(err, holds.ErrFull) || h2 != nil {
 				t.Fatalf("full: %v %v", h2, err)
 			}
 			expect(t, rec, "full", "holds hold_full")
@@ -276,7 +276,7 @@ func TestObserverLease(t *testing.T) {
 				t.Fatalf("busy: %v", err)
 			}
 			expect(t, rec, "busy", "lease wait_started", "lease wait_ended busy")
-			if _, err := m.Acquire(ctx, lock, lease.Wait(100*time.Millisecond)); !errors.Is(err, lease.ErrNotAcquired) {
+			if _, err := m.Acquire(ctx, lock, lease.WaitAtMost(100*time.Millisecond)); !errors.Is(err, lease.ErrNotAcquired) {
 				t.Fatalf("wait: %v", err)
 			}
 			expect(t, rec, "timeout", "lease wait_started", "lease wait_ended timeout")

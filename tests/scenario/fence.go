@@ -55,14 +55,14 @@ func FencedTakeover(ctx context.Context, db *gorm.DB, store lease.Store, cfg Con
 		}
 		name := fmt.Sprintf("%s-fence-%d", cfg.Prefix, w)
 		for r := range cfg.Rounds {
-			a, err := m.Acquire(ctx, name, lease.TTL(time.Minute), lease.Wait(time.Minute))
+			a, err := m.Acquire(ctx, name, lease.TTL(time.Minute), lease.WaitAtMost(time.Minute))
 			if err != nil {
 				return err
 			}
 			if _, err := store.Release(ctx, name, a.Owner()); err != nil { // the takeover
 				return err
 			}
-			b, err := m.Acquire(ctx, name, lease.TTL(time.Minute), lease.Wait(time.Minute))
+			b, err := m.Acquire(ctx, name, lease.TTL(time.Minute), lease.WaitAtMost(time.Minute))
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -64,6 +65,9 @@ func CapacityRace(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) 
 			h, err := holds.Acquire(ctx, db.Table(seats), &seat, fmt.Sprintf("worker:%d", w), table)
 			if h != nil {
 				granted.Add(1)
+			}
+			if errors.Is(err, holds.ErrFull) {
+				return nil // the ordinary answer of the losers
 			}
 			return err
 		})

@@ -42,7 +42,7 @@ func LeaseExclusive(ctx context.Context, store lease.Store, cfg Config) (Result,
 	}
 	errs, elapsed := Race(cfg.Workers, func(int) error {
 		for range cfg.Rounds {
-			if err := m.Do(ctx, name, fn, lease.Wait(time.Minute), lease.TTL(time.Minute)); err != nil {
+			if err := m.Do(ctx, name, fn, lease.WaitAtMost(time.Minute), lease.TTL(time.Minute)); err != nil {
 				return err
 			}
 		}

@@ -16,7 +16,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
@@ -25,7 +24,8 @@ import (
 
 // holding is one row of `lockcheck who`: something held now.
 type holding struct {
-	// Mechanism is "lease-table", "lease-redis", "hold" or "advisory".
+	// Mechanism is "lease-table", "lease-redis", "lease-local", "hold" or
+	// "advisory".
 	Mechanism string `json:"mechanism"`
 	// Name is the lock name (a lease's stored name; "table/id" for a
 	// hold; for a PostgreSQL advisory lock, the name given with -name or
@@ -38,10 +38,16 @@ type holding struct {
 	Fence int64 `json:"fence,omitempty"`
 	// Expires is when it expires; empty for never (or not applicable).
 	Expires *time.Time `json:"expires,omitempty"`
+	// Source says where an advisory lock was read: "pg_locks",
+	// "performance_schema.metadata_locks", "IS_USED_LOCK" (MySQL/MariaDB
+	// without performance_schema: only the -name locks) or
+	// "sys.dm_tran_locks"; for a local lease, "/proc/locks" or "probe".
+	Source string `json:"source,omitempty"`
 }
 
 type whoOptions struct {
 	dsn, redis, redisPrefix, leaseTable, holdsTable, force string
+	holder, local                                          string
 	names                                                  stringList
 	json                                                   bool
 }
@@ -64,11 +70,13 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.leaseTable, "lease-table", sqlstore.DefaultTable, "the table store's table")
 	fs.StringVar(&o.holdsTable, "holds-table", holds.DefaultTable, "the holds table")
 	fs.Var(&o.names, "name", "an advisory lock name to look for (repeatable): PostgreSQL keys are hashes, MySQL/MariaDB are asked IS_USED_LOCK")
-	fs.StringVar(&o.force, "force-release", "", "end the lease of this name whoever holds it, bumping its fence (table store with -dsn, Redis store with -redis)")
+	fs.StringVar(&o.force, "force-release", "", "end the lease of this name whoever holds it, bumping its fence (table store with -dsn, Redis store with -redis); a name table/id ends that resource's holds (with -dsn), only -holder's when given")
+	fs.StringVar(&o.holder, "holder", "", "with -force-release table/id: end only this holder's hold")
+	fs.StringVar(&o.local, "local", "", "directory of a local lease store (lease.NewLocalStore) to list; -name names are recognised")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "Usage: lockcheck who [-dsn DSN] [-redis ADDR] [-name NAME]... [-force-release NAME] [-json]")
+			fmt.Fprintln(stdout, "Usage: lockcheck who [-dsn DSN] [-redis ADDR] [-local DIR] [-name NAME]... [-force-release NAME|TABLE/ID [-holder H]] [-json]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return exitOK
@@ -76,17 +84,25 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockcheck who: %v\n", err)
 		return exitUsage
 	}
-	if o.dsn == "" && o.redis == "" {
-		fmt.Fprintln(stderr, "lockcheck who: give -dsn, -redis or both")
+	if o.dsn == "" && o.redis == "" && o.local == "" {
+		fmt.Fprintln(stderr, "lockcheck who: give -dsn, -redis, -local or several")
 		return exitUsage
 	}
-	rows, forced, err := who(ctx, o)
+	if o.holder != "" && o.force == "" {
+		fmt.Fprintln(stderr, "lockcheck who: -holder goes with -force-release table/id")
+		return exitUsage
+	}
+	res, err := who(ctx, o)
+	rows := res.rows
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck who: %s\n", oneLine(err.Error()))
 		return exitUsage
 	}
 	if o.force != "" {
-		fmt.Fprintf(stderr, "lockcheck who: force-release %q: %s\n", o.force, map[bool]string{true: "ended a held lease (fence bumped)", false: "no held lease of that name"}[forced])
+		fmt.Fprintf(stderr, "lockcheck who: force-release %q: %s\n", o.force, res.forced.String())
+	}
+	if res.advisory != "" {
+		fmt.Fprintf(stderr, "lockcheck who: advisory locks read from %s\n", res.advisory)
 	}
 	if o.json {
 		if rows == nil {
@@ -114,78 +130,92 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func who(ctx context.Context, o whoOptions) ([]holding, bool, error) {
-	var rows []holding
-	forced := false
+func who(ctx context.Context, o whoOptions) (whoResult, error) {
+	var res whoResult
 	if o.dsn != "" {
 		d, err := parseDSN(o.dsn)
 		if err != nil {
-			return nil, false, err
+			return res, err
 		}
 		db, err := gorm.Open(d.dialector, &gorm.Config{Logger: logger.Discard})
 		if err != nil {
-			return nil, false, errors.New(d.redact(err.Error()))
+			return res, errors.New(d.redact(err.Error()))
 		}
 		sqlDB, err := db.DB()
 		if err != nil {
-			return nil, false, err
+			return res, err
 		}
 		defer sqlDB.Close()
 		if err := sqlDB.PingContext(ctx); err != nil {
-			return nil, false, fmt.Errorf("cannot reach %s at %s: %s", d.kind, d.shown, d.redact(err.Error()))
+			return res, fmt.Errorf("cannot reach %s at %s: %s", d.kind, d.shown, d.redact(err.Error()))
 		}
 		dia := dialects.Of(db)
 		if plainTable.MatchString(o.leaseTable) && tableExists(ctx, sqlDB, o.leaseTable) {
 			s, err := sqlstore.New(db, sqlstore.Table(o.leaseTable), sqlstore.CreateTable(false))
 			if err != nil {
-				return nil, false, err
+				return res, err
 			}
 			if o.force != "" {
-				if forced, err = s.ForceRelease(ctx, o.force); err != nil {
-					return nil, false, err
+				if res.forced.lease, err = s.ForceRelease(ctx, o.force); err != nil {
+					return res, err
 				}
 			}
 			ls, err := s.Leases(ctx)
 			if err != nil {
-				return nil, false, err
+				return res, err
 			}
 			for _, l := range ls {
-				rows = append(rows, holding{Mechanism: "lease-table", Name: l.Name, Holder: l.Owner, Fence: l.Fence, Expires: timePtr(l.ExpiresAt)})
+				res.rows = append(res.rows, holding{Mechanism: "lease-table", Name: l.Name, Holder: l.Owner, Fence: l.Fence, Expires: timePtr(l.ExpiresAt)})
 			}
 		}
 		if plainTable.MatchString(o.holdsTable) && tableExists(ctx, sqlDB, o.holdsTable) {
+			if typ, id, ok := holdName(o.force); ok {
+				n, err := holds.ForceRelease(ctx, db, typ, id, o.holder, holds.Table(o.holdsTable))
+				if err != nil {
+					return res, err
+				}
+				res.forced.holds += n
+			}
 			hs, err := activeHolds(ctx, sqlDB, dia, o.holdsTable)
 			if err != nil {
-				return nil, false, err
+				return res, err
 			}
-			rows = append(rows, hs...)
+			res.rows = append(res.rows, hs...)
 		}
-		as, err := advisoryHolders(ctx, sqlDB, dia, o.names)
+		as, src, err := advisoryHolders(ctx, sqlDB, dia, o.names)
 		if err != nil {
-			return nil, false, err
+			return res, err
 		}
-		rows = append(rows, as...)
+		res.advisory = src
+		res.rows = append(res.rows, as...)
 	}
 	if o.redis != "" {
 		c := redis.NewClient(&redis.Options{Addr: o.redis, DialTimeout: connectTimeout})
 		defer c.Close()
 		s := redisstore.New(c, redisstore.Prefix(o.redisPrefix))
-		if o.force != "" && !forced {
+		if o.force != "" && !res.forced.lease {
 			f, err := s.ForceRelease(ctx, o.force)
 			if err != nil {
-				return nil, false, err
+				return res, err
 			}
-			forced = f
+			res.forced.lease = f
 		}
 		ls, err := s.Leases(ctx)
 		if err != nil {
-			return nil, false, err
+			return res, err
 		}
 		for _, l := range ls {
-			rows = append(rows, holding{Mechanism: "lease-redis", Name: l.Name, Holder: l.Owner, Fence: l.Fence, Expires: timePtr(l.ExpiresAt)})
+			res.rows = append(res.rows, holding{Mechanism: "lease-redis", Name: l.Name, Holder: l.Owner, Fence: l.Fence, Expires: timePtr(l.ExpiresAt)})
 		}
 	}
-	return rows, forced, nil
+	if o.local != "" {
+		ls, err := localLeases(ctx, o.local, o.names)
+		if err != nil {
+			return res, err
+		}
+		res.rows = append(res.rows, ls...)
+	}
+	return res, nil
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -230,54 +260,4 @@ func activeHolds(ctx context.Context, db *sql.DB, d dialects.Dialect, table stri
 		out = append(out, h)
 	}
 	return out, rows.Err()
-}
-
-// advisoryHolders lists session advisory locks: every one in the current
-// database on PostgreSQL (pg_locks; a key that matches a -name shows
-// that name), and on MySQL/MariaDB the -name locks IS_USED_LOCK says are
-// held (GET_LOCK locks cannot be listed without performance_schema).
-func advisoryHolders(ctx context.Context, db *sql.DB, d dialects.Dialect, names []string) ([]holding, error) {
-	switch {
-	case d.Kind == dialects.Postgres:
-		byKey := map[int64]string{}
-		for _, n := range names {
-			byKey[advisory.PostgresKey(n)] = n
-		}
-		rows, err := db.QueryContext(ctx, `SELECT (l.classid::bigint << 32) | l.objid::bigint, l.pid, COALESCE(a.application_name, ''), COALESCE(host(a.client_addr), 'local')
-FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-ORDER BY 1, 2`)
-		if err != nil {
-			return nil, fmt.Errorf("reading pg_locks: %w", err)
-		}
-		defer rows.Close()
-		var out []holding
-		for rows.Next() {
-			var key, pid int64
-			var app, addr string
-			if err := rows.Scan(&key, &pid, &app, &addr); err != nil {
-				return nil, err
-			}
-			name, ok := byKey[key]
-			if !ok {
-				name = "key:" + strconv.FormatInt(key, 10)
-			}
-			out = append(out, holding{Mechanism: "advisory", Name: name, Holder: fmt.Sprintf("pid %d (%s %s)", pid, app, addr)})
-		}
-		return out, rows.Err()
-	case d.IsMySQLFamily():
-		var out []holding
-		for _, n := range names {
-			var id sql.NullInt64
-			if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", n).Scan(&id); err != nil {
-				return nil, fmt.Errorf("IS_USED_LOCK: %w", err)
-			}
-			if id.Valid {
-				out = append(out, holding{Mechanism: "advisory", Name: n, Holder: fmt.Sprintf("connection %d", id.Int64)})
-			}
-		}
-		return out, nil
-	}
-	return nil, nil
 }

@@ -15,8 +15,9 @@ import (
 // without a password over TCP and a database "test", with InnoDB's
 // default durability (a commit is flushed to the log): after Kill and
 // Restart it recovers every committed transaction. mariadb-install-db
-// takes a few seconds.
-func StartMariaDB(t testing.TB) *Server {
+// takes a few seconds. args are extra mariadbd options, e.g.
+// "--performance-schema=ON".
+func StartMariaDB(t testing.TB, args ...string) *Server {
 	t.Helper()
 	mariadbd, err := lookPath("mariadbd")
 	if err != nil {
@@ -38,10 +39,11 @@ func StartMariaDB(t testing.TB) *Server {
 		DSN: fmt.Sprintf("root:@tcp(127.0.0.1:%d)/test?parseTime=true", port),
 	}
 	s.start = func() (*exec.Cmd, error) {
-		return command("mysql", filepath.Join(dir, "server.log"), mariadbd, "--no-defaults",
-			"--datadir="+data, "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
-			"--socket="+filepath.Join(dir, "mariadb.sock"), "--skip-name-resolve",
-			"--innodb-buffer-pool-size=16M", "--skip-log-bin", "--pid-file="+filepath.Join(dir, "mariadb.pid"))
+		base := []string{"--no-defaults",
+			"--datadir=" + data, "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
+			"--socket=" + filepath.Join(dir, "mariadb.sock"), "--skip-name-resolve",
+			"--innodb-buffer-pool-size=16M", "--skip-log-bin", "--pid-file=" + filepath.Join(dir, "mariadb.pid")}
+		return command("mysql", filepath.Join(dir, "server.log"), mariadbd, append(base, args...)...)
 	}
 	first := true
 	s.ready = func(ctx context.Context) error {

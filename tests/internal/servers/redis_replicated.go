@@ -22,6 +22,9 @@ func startRedisWith(t testing.TB, kind string, args func(s *Server, base []strin
 		missing(t, "redis-server", err)
 	}
 	port := freePort(t)
+	if kind == "redis-cluster" {
+		port = freePortPair(t, 10000) // the cluster bus listens on port + 10000
+	}
 	s := &Server{Kind: kind, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dataDir(t, kind, "")}
 	base := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.Dir, "--daemonize", "no", "--protected-mode", "no"}

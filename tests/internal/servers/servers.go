@@ -171,6 +171,28 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// freePortPair returns a free port p whose p+offset is free as well (and
+// at most 65535): a Redis Cluster node also listens on its port + 10000
+// for the cluster bus, and exits at start when that one is taken or out
+// of range, which a bare freePort leaves to chance.
+func freePortPair(t testing.TB, offset int) int {
+	t.Helper()
+	for range 100 {
+		p := freePort(t)
+		if p+offset > 65535 {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+offset))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p
+	}
+	t.Fatalf("servers: no free port p with p+%d free in 100 tries", offset)
+	return 0
+}
+
 // dataDir makes a fresh directory under os.TempDir() (not t.TempDir(),
 // whose parents another user cannot enter), owned by user when the tests
 // run as root and user is not empty.
