@@ -13,8 +13,8 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
-	"github.com/lockplugin/lockplugin/clauses"
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 	"github.com/lockplugin/lockplugin/internal/plugin"
 )

@@ -21,15 +21,24 @@ var ErrBusy = lockerr.ErrBusy
 // was asked (a lock feature, a mechanism). Nothing was sent to the database.
 var ErrUnsupported = dialects.ErrUnsupported
 
-// UnsupportedError names the database and the feature it refused.
+// UnsupportedError names the database and the feature it refused: its
+// fields are Dialect (e.g. "SQLite", "MySQL 5.7.44"), Feature (e.g. "SKIP
+// LOCKED") and Reason (why, when the answer depends on more than the
+// product). errors.Is(err, ErrUnsupported) is true for it.
 type UnsupportedError = dialects.UnsupportedError
+
+// LockNotAvailableError is the error behind ErrLockNotAvailable: Dialect
+// names the database that refused the row lock, Err is the driver's own
+// error (also reached by Unwrap and errors.As). errors.Is matches it
+// against ErrLockNotAvailable and ErrBusy.
+type LockNotAvailableError = dialects.LockNotAvailableError
 
 // ErrLockNotAvailable is matched by errors.Is when NOWAIT met a locked row or
 // a lock wait timed out, on any database. The driver's error is still
 // reachable with errors.As. It also matches ErrBusy.
 var ErrLockNotAvailable = dialects.ErrLockNotAvailable
 
-// ErrNotRegistered is matched by errors.Is when a lock clause or a versioned
-// model is used on a *gorm.DB that does not have the plugin: its checks
-// would not have run, so nothing was sent.
+// ErrNotRegistered is matched by errors.Is when a lock clause, a versioned
+// model or a fenced write is used on a *gorm.DB that does not have the
+// plugin: its checks would not have run, so nothing was sent.
 var ErrNotRegistered = plugin.ErrNotRegistered

@@ -5,15 +5,21 @@ import (
 
 	"gorm.io/gorm/clause"
 
-	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 )
 
-// LockOption changes how a row lock behaves: NoWait, SkipLocked, Of,
-// WaitAtMost.
+// LockOption changes how a row lock behaves. The options are NoWait,
+// SkipLocked, Of and WaitAtMost; only they make one (the interface has an
+// unexported method), and any number may be given to ForUpdate, ForShare,
+// ForNoKeyUpdate and ForKeyShare. Combinations no database can run
+// (NoWait with SkipLocked, WaitAtMost with either) make the query fail
+// with ErrInvalidLock before any SQL.
 type LockOption = clauses.LockOption
 
 // WaitPolicy says what a lock does when a row is already locked by someone
-// else: NoWait or SkipLocked. Without one, the query waits.
+// else: NoWait or SkipLocked (both are LockOptions). Without one, the query
+// waits (bounded by WaitAtMost, if given). Its String method returns the
+// SQL name ("NOWAIT", "SKIP LOCKED").
 type WaitPolicy = clauses.WaitPolicy
 
 const (

@@ -6,8 +6,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/internal/fence"
+	"github.com/lockplugin/lockplugin/internal/version"
 	"github.com/lockplugin/lockplugin/observe"
-	"github.com/lockplugin/lockplugin/version"
 )
 
 // WithObserver sets the Observer that every lockplugin mechanism used

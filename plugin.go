@@ -18,11 +18,11 @@ package lockplugin
 import (
 	"gorm.io/gorm"
 
-	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 	"github.com/lockplugin/lockplugin/internal/fence"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/version"
 	"github.com/lockplugin/lockplugin/observe"
-	"github.com/lockplugin/lockplugin/version"
 )
 
 // PluginName is the name the plugin registers under in gorm.Config.Plugins.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 // verBook is a versioned model for the root package's tests.

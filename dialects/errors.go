@@ -24,6 +24,9 @@ type UnsupportedError struct {
 
 // Error says which feature the database refused, and why when known.
 func (e *UnsupportedError) Error() string {
+	if e == nil {
+		return ErrUnsupported.Error()
+	}
 	s := fmt.Sprintf("lockplugin: %s is not supported on %s", e.Feature, e.Dialect)
 	if e.Reason != "" {
 		s += " (" + e.Reason + ")"

@@ -76,6 +76,8 @@ type Observer struct {
 	refreshes metric.Int64Counter
 	retries   metric.Int64Counter
 	full      metric.Int64Counter
+	expired   metric.Int64Counter
+	forced    metric.Int64Counter
 }
 
 // New returns an Observer over the given (or global) providers. It fails
@@ -116,6 +118,8 @@ func New(opts ...Option) (*Observer, error) {
 	count(&o.refreshes, "lockplugin.lease.refresh.failures", "Lease refreshes that got an error or no answer.")
 	count(&o.retries, "lockplugin.retries", "RetryOnConflict attempts after the first.")
 	count(&o.full, "lockplugin.holds.full", "Hold requests refused because the resource was full.")
+	count(&o.expired, "lockplugin.holds.expired", "Holds that ran out their TTL without a release (reported once, by the first read that met them).")
+	count(&o.forced, "lockplugin.holds.force_released", "Holds an operator ended with holds.ForceRelease.")
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +151,13 @@ func (o *Observer) Observe(e observe.Event) {
 		if e.Duration > 0 {
 			o.hold.Record(ctx, e.Duration.Seconds(), set)
 		}
+	case observe.HoldExpired: // held until its expiry: a hold time too
+		o.expired.Add(ctx, 1, set)
+		if e.Duration > 0 {
+			o.hold.Record(ctx, e.Duration.Seconds(), set)
+		}
+	case observe.HoldForceReleased:
+		o.forced.Add(ctx, 1, set)
 	case observe.Conflict:
 		o.conflicts.Add(ctx, 1, set)
 	case observe.Lost:

@@ -107,12 +107,16 @@ func TestScriptedEvents(t *testing.T) {
 	ev(observe.Event{Mechanism: observe.Lease, Kind: observe.RefreshFailed, Name: "a"})
 	ev(observe.Event{Mechanism: observe.Retry, Kind: observe.Retried, Attempt: 2})
 	ev(observe.Event{Mechanism: observe.Holds, Kind: observe.HoldFull, Name: "seats/1"})
+	ev(observe.Event{Mechanism: observe.Holds, Kind: observe.HoldExpired, Name: "seats/1"}) // no Duration: no hold time
+	ev(observe.Event{Mechanism: observe.Holds, Kind: observe.HoldForceReleased, Name: "seats/1"})
+	ev(observe.Event{Mechanism: observe.Holds, Kind: observe.HoldForceReleased, Name: "seats/1"})
 
 	d := h.collect(t)
 	for name, want := range map[string]int64{
 		"lockplugin.lock.busy": 1, "lockplugin.lock.timeouts": 1, "lockplugin.lock.errors": 1,
 		"lockplugin.version.conflicts": 2, "lockplugin.lease.lost": 1, "lockplugin.lease.refresh.failures": 1,
 		"lockplugin.retries": 1, "lockplugin.holds.full": 1,
+		"lockplugin.holds.expired": 1, "lockplugin.holds.force_released": 2,
 	} {
 		if got := sum(t, d, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/plugin"
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 // checkWrite runs just after gorm:update and gorm:delete, before the

@@ -14,7 +14,6 @@ import (
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/version"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -505,11 +504,11 @@ func TestWithoutPluginIsAnError(t *testing.T) {
 
 		a.Title = "unguarded"
 		err := plain.Save(&a).Error
-		require.ErrorIs(t, err, version.ErrNotRegistered)
+		require.ErrorIs(t, err, lockplugin.ErrNotRegistered)
 		assert.Contains(t, err.Error(), "update of Book")
-		require.ErrorIs(t, plain.Model(&a).Update("title", "x").Error, version.ErrNotRegistered)
-		require.ErrorIs(t, plain.Delete(&a).Error, version.ErrNotRegistered)
-		require.ErrorIs(t, plain.Create(&Book{Title: "new"}).Error, version.ErrNotRegistered)
+		require.ErrorIs(t, plain.Model(&a).Update("title", "x").Error, lockplugin.ErrNotRegistered)
+		require.ErrorIs(t, plain.Delete(&a).Error, lockplugin.ErrNotRegistered)
+		require.ErrorIs(t, plain.Create(&Book{Title: "new"}).Error, lockplugin.ErrNotRegistered)
 
 		row := load[Book](t, db, a.ID)
 		assert.EqualValues(t, "orig", row.Title)
@@ -598,7 +597,7 @@ func TestConflictRollsBackTransaction(t *testing.T) {
 }
 
 func TestErrorsAreDistinct(t *testing.T) {
-	assert.False(t, errors.Is(version.ErrNotRegistered, lockplugin.ErrConcurrency))
+	assert.False(t, errors.Is(lockplugin.ErrNotRegistered, lockplugin.ErrConcurrency))
 }
 
 // With prepared statements, the guard, the re-read after a conflict and a

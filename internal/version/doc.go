@@ -3,10 +3,13 @@
 // with, increments it, and turns a stale write into ErrConcurrency instead
 // of a silent overwrite.
 //
-// Applications use it through the root package (lockplugin.Version,
-// lockplugin.ErrConcurrency, lockplugin.RetryOnConflict,
-// lockplugin.SkipVersionCheck) after db.Use(lockplugin.New()), which calls
-// Register.
+// It is internal: applications use it through the root package
+// (lockplugin.Version, lockplugin.ConcurrencyError, lockplugin.ErrConcurrency,
+// lockplugin.ErrZeroVersion, lockplugin.RetryOnConflict,
+// lockplugin.SkipVersionCheck, lockplugin.StrictVersion) after
+// db.Use(lockplugin.New()), which calls Register. The root's doc comments
+// are the ones users read (pkg.go.dev shows no internal docs); keep them in
+// step with this package's.
 //
 // A model is "loaded" when its primary key and its version are both
 // non-zero. For a loaded model, every update path of GORM (Save, Updates

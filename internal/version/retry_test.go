@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/internal/dryrun"
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 // fakePool stands in for a database connection pool: it begins, commits

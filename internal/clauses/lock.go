@@ -1,8 +1,9 @@
 // Package clauses holds lockplugin's row-lock clauses: FOR UPDATE, FOR SHARE
 // and PostgreSQL's FOR NO KEY UPDATE and FOR KEY SHARE, with NOWAIT, SKIP
 // LOCKED and OF, rendered for each database by the builders that Register
-// installs. The root lockplugin package re-exports the clauses, options
-// and errors; applications use them from there.
+// installs. It is internal: the root lockplugin package re-exports the
+// clauses, options and errors, and its doc comments are the documentation
+// users read; keep them in step with this package's.
 //
 // A lock is a GORM clause named "FOR", like GORM's own clause.Locking, so
 // that tools that look for that name (gorm.io/plugin/dbresolver sends such

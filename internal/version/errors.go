@@ -4,20 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
 // ErrConcurrency is matched by errors.Is when a guarded UPDATE or DELETE
 // matched no row: the row changed (or was deleted) since the model was
 // read. The error is a *ConcurrencyError; nothing was written.
 var ErrConcurrency = errors.New("lockplugin: concurrent modification")
-
-// ErrNotRegistered is matched by errors.Is when a model with a Version field
-// is written through a *gorm.DB that does not have the lockplugin plugin:
-// the write would not have been guarded, so it was not sent. Register the
-// plugin with db.Use(lockplugin.New()).
-var ErrNotRegistered = plugin.ErrNotRegistered
 
 // ErrZeroVersion is matched by errors.Is when, with Strict set (the root
 // package's StrictVersion option), an update or delete of a versioned model
@@ -56,8 +48,12 @@ type ConcurrencyError struct {
 	reread error
 }
 
-// Error says what was stale and, when the row could be read again, why.
+// Error says what was stale and, when the row could be read again, why. A
+// nil *ConcurrencyError says ErrConcurrency's message.
 func (e *ConcurrencyError) Error() string {
+	if e == nil {
+		return ErrConcurrency.Error()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "lockplugin: concurrent modification: stale %s of %s", e.Op, e.Table)
 	if len(e.PrimaryKey) > 0 {

@@ -7,6 +7,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
 // Version is an optimistic-locking version column. Embed it in a model
@@ -111,7 +113,7 @@ func (fieldClause) MergeClause(*clause.Clause) {}
 // plain Version. (The registered callbacks do the actual work.)
 func (c fieldClause) ModifyStatement(stmt *gorm.Statement) {
 	if stmt.DB.Callback().Update().Get(guardName) == nil {
-		stmt.AddError(fmt.Errorf("%w: %s of %s", ErrNotRegistered, c.op, modelName(stmt)))
+		stmt.AddError(fmt.Errorf("%w: %s of %s", plugin.ErrNotRegistered, c.op, modelName(stmt)))
 		return
 	}
 	if c.field.FieldType != versionType {

@@ -14,7 +14,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/internal/dryrun"
-	"github.com/lockplugin/lockplugin/version"
+	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/version"
 )
 
 type Book struct {
@@ -188,7 +189,7 @@ func TestNotRegistered(t *testing.T) {
 		"update": db.Save(&Book{ID: 1, Title: "x", Version: 1}),
 		"delete": db.Delete(&Book{ID: 1, Version: 1}),
 	} {
-		if !errors.Is(tx.Error, version.ErrNotRegistered) {
+		if !errors.Is(tx.Error, plugin.ErrNotRegistered) {
 			t.Errorf("%s: got %v, want ErrNotRegistered", name, tx.Error)
 		}
 		if !strings.Contains(tx.Error.Error(), name+" of Book") {
@@ -285,6 +286,7 @@ func TestConcurrencyErrorMessages(t *testing.T) {
 			"lockplugin: concurrent modification: stale delete of books (primary key 7 x) read at version 1; the row has been deleted since"},
 		{&version.ConcurrencyError{Op: "update", Table: "books", Version: 4, Current: 4},
 			"lockplugin: concurrent modification: stale update of books read at version 4; the row is still at that version, so the statement's other conditions matched no row"},
+		{nil, "lockplugin: concurrent modification"}, // a nil pointer says the sentinel's message, no panic
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {

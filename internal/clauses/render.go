@@ -93,7 +93,7 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		return
 	}
 	if !registered(stmt) {
-		refuse(stmt, ErrNotRegistered)
+		refuse(stmt, plugin.ErrNotRegistered)
 		return
 	}
 	if stmt.DB.Error != nil {

@@ -1,10 +1,6 @@
 package clauses
 
-import (
-	"errors"
-
-	"github.com/lockplugin/lockplugin/internal/plugin"
-)
+import "errors"
 
 // ErrNotInTransaction is returned for a locking read outside a
 // transaction: its locks would be released as soon as the statement ends,
@@ -17,8 +13,3 @@ var ErrNotInTransaction = errors.New("lockplugin: locking read outside a transac
 // asked: NoWait together with SkipLocked, a bad table name in Of, a lock on
 // Raw or Exec SQL (which GORM ignores), a lock used as a value.
 var ErrInvalidLock = errors.New("lockplugin: invalid lock")
-
-// ErrNotRegistered is returned when a lockplugin lock is built on a
-// *gorm.DB that does not have the plugin: its checks would not have run.
-// Register it with db.Use(lockplugin.New()).
-var ErrNotRegistered = plugin.ErrNotRegistered

@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
-	"github.com/lockplugin/lockplugin/clauses"
+	"github.com/lockplugin/lockplugin/internal/clauses"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
 )
 
@@ -111,7 +111,7 @@ func TestRegister(t *testing.T) {
 	if err := clauses.Register(db, clauses.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := render(db, clauses.ForUpdate()); !errors.Is(err, clauses.ErrNotRegistered) {
+	if _, err := render(db, clauses.ForUpdate()); !errors.Is(err, lockplugin.ErrNotRegistered) {
 		t.Fatalf("want ErrNotRegistered, got %v", err)
 	}
 }
