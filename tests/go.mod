@@ -61,7 +61,7 @@ require (
 	github.com/docker/go-connections v0.5.0 // indirect
 	github.com/docker/go-units v0.5.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
-	github.com/glebarez/go-sqlite v1.21.2
+	github.com/glebarez/go-sqlite v1.21.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.1.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang-sql/civil v0.0.0-20220223132316-b832511892a9 // indirect
@@ -73,6 +73,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/lockplugin/lockplugin/cmd/lockcheck v0.0.0
 	github.com/lockplugin/lockplugin/integrations/gocronlock v0.0.0
 	github.com/lockplugin/lockplugin/lease/etcdstore v0.0.0
 	github.com/lockplugin/lockplugin/lease/redisstore v0.0.0
@@ -107,3 +108,5 @@ replace github.com/lockplugin/lockplugin/lease/etcdstore => ../lease/etcdstore
 replace github.com/lockplugin/lockplugin/integrations/gocronlock => ../integrations/gocronlock
 
 replace github.com/lockplugin/lockplugin/lease/redisstore => ../lease/redisstore
+
+replace github.com/lockplugin/lockplugin/cmd/lockcheck => ../cmd/lockcheck
