@@ -1,31 +1,57 @@
 # lockplugin: `make test` is what CI runs (.ci/run starts the databases first).
-GO        ?= go
-TESTFLAGS ?= -race -count=1 -timeout 25m
-BENCHTIME ?= 1s
+GO         ?= go
+TESTFLAGS  ?= -race -count=1 -timeout 25m
+FUZZTIME   ?= 15s
+BENCHTIME  ?= 1s
 BENCHCOUNT ?= 5
 
-.PHONY: test fmt-check vet unit conformance bench demo lint compose-up compose-down
+# The library modules and tests/ are vetted and tested each on its own
+# (GOWORK=off), as CI and their users see them: with go.work, which lists
+# every module for development, the go command would resolve each module's
+# dependencies together with the others' and hide a go.mod that is
+# incomplete on its own. cmd/lockcheck requires the root and
+# lease/redisstore at release versions, without replace directives, so it
+# builds from the checkout through go.work; install-check proves that it
+# also builds on its own, with `go install ...@version`.
+MODULES  := . lease/etcdstore lease/redisstore integrations/gocronlock integrations/otellock
+ALONE    := GOWORK=off
+LOCKCHECK := cmd/lockcheck
+OURS     := github.com/lockplugin/lockplugin
 
-test: fmt-check vet unit conformance
+.PHONY: test fmt-check vet unit conformance fuzz install-check tidy bench demo lint compose-up compose-down
+
+test: fmt-check vet unit fuzz install-check conformance
 
 fmt-check:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet ./...
-	cd lease/etcdstore && $(GO) vet ./...
-	cd tests && $(GO) vet ./...
-	cd integrations/gocronlock && $(GO) vet ./...
-	cd integrations/otellock && $(GO) vet ./...
+	@set -e; for m in $(MODULES) tests .ci/modproxy; do echo "go vet ($$m)"; (cd $$m && $(ALONE) $(GO) vet ./...); done
+	cd $(LOCKCHECK) && $(GO) vet ./...
 
 unit:
-	$(GO) test $(TESTFLAGS) ./...
-	cd lease/etcdstore && $(GO) test $(TESTFLAGS) ./...
-	cd integrations/gocronlock && $(GO) test $(TESTFLAGS) ./...
-	cd integrations/otellock && $(GO) test $(TESTFLAGS) ./...
+	@set -e; for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && $(ALONE) $(GO) test $(TESTFLAGS) ./...); done
 
+# lockcheck's tests run its scenarios on the databases, like tests/.
 conformance:
-	cd tests && $(GO) test $(TESTFLAGS) ./...
+	cd tests && $(ALONE) $(GO) test $(TESTFLAGS) ./...
+	cd $(LOCKCHECK) && $(GO) test $(TESTFLAGS) ./...
+
+# lockcheck's DSN masking against generated secrets, for a fixed time.
+fuzz:
+	cd $(LOCKCHECK) && $(GO) test -run '^$$' -fuzz '^FuzzMaskDSN$$' -fuzztime $(FUZZTIME) .
+
+# go install .../cmd/lockcheck@VERSION from a clean GOPATH, workspace off,
+# against a file-system proxy of this checkout's modules.
+install-check:
+	GO=$(GO) bash .ci/install-check
+
+# go mod tidy for every module; cmd/lockcheck is tidied against the
+# checkout through temporary replace directives, which are then dropped.
+tidy:
+	@set -e; for m in $(MODULES) tests .ci/modproxy; do echo "go mod tidy ($$m)"; (cd $$m && $(ALONE) $(GO) mod tidy); done
+	cd $(LOCKCHECK) && $(GO) mod edit -replace=$(OURS)=../.. -replace=$(OURS)/lease/redisstore=../../lease/redisstore && \
+	  { $(ALONE) $(GO) mod tidy; rc=$$?; $(GO) mod edit -dropreplace=$(OURS) -dropreplace=$(OURS)/lease/redisstore; exit $$rc; }
 
 lint: fmt-check vet
 
@@ -35,7 +61,7 @@ bench:
 
 # lockcheck on an embedded SQLite file in a temp directory: nothing to install.
 demo:
-	cd tests && $(GO) run ./cmd/lockcheck
+	cd $(LOCKCHECK) && $(GO) run .
 
 compose-up:
 	docker compose up -d

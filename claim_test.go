@@ -202,7 +202,7 @@ func TestClaimSQL(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name+c.version, func(t *testing.T) {
 			db, rec := claimDB(t, c.name, c.version, twoRows)
-			jobs, err := lockplugin.Claim[claimJob](t.Context(), db, 10, queued, c.set)
+			jobs, err := lockplugin.Claim[claimJob](context.Background(), db, 10, queued, c.set)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +217,7 @@ func TestClaimSQL(t *testing.T) {
 
 	t.Run("Oracle reads n rows of the cursor", func(t *testing.T) {
 		db, rec := claimDB(t, "oracle", "", twoRows)
-		jobs, err := lockplugin.Claim[claimJob](t.Context(), db, 1, nil, setPlain)
+		jobs, err := lockplugin.Claim[claimJob](context.Background(), db, 1, nil, setPlain)
 		if err != nil || len(jobs) != 1 || jobs[0].ID != 1 {
 			t.Fatalf("claimed %+v, %v", jobs, err)
 		}
@@ -229,7 +229,7 @@ func TestClaimSQL(t *testing.T) {
 	t.Run("inside a caller's transaction", func(t *testing.T) {
 		db, rec := claimDB(t, "mysql", "8.0.36", twoRows)
 		err := db.Transaction(func(tx *gorm.DB) error {
-			_, err := lockplugin.Claim[claimJob](t.Context(), tx, 10, queued, setPlain)
+			_, err := lockplugin.Claim[claimJob](context.Background(), tx, 10, queued, setPlain)
 			return err
 		})
 		if got := rec.statements(); err != nil || len(got) != 4 || got[0] != "BEGIN" || got[3] != "COMMIT" {
@@ -244,7 +244,7 @@ func TestClaimSQL(t *testing.T) {
 			DeletedAt gorm.DeletedAt
 		}
 		db, rec := claimDB(t, "postgres", "", nil)
-		if _, err := lockplugin.Claim[softJob](t.Context(), db.Table("jobs_eu"), 5, nil, map[string]any{"state": "running"}); err != nil {
+		if _, err := lockplugin.Claim[softJob](context.Background(), db.Table("jobs_eu"), 5, nil, map[string]any{"state": "running"}); err != nil {
 			t.Fatal(err)
 		}
 		want := `UPDATE "jobs_eu" SET "state"=$1 FROM (SELECT "id" FROM "jobs_eu" WHERE ("jobs_eu"."deleted_at" IS NULL) ORDER BY "id" LIMIT $2 FOR UPDATE SKIP LOCKED) AS "lockplugin_claimed" WHERE "jobs_eu"."id" = "lockplugin_claimed"."id" RETURNING "jobs_eu".* [running 5]`
@@ -252,7 +252,7 @@ func TestClaimSQL(t *testing.T) {
 			t.Fatalf("statements\n got: %q\nwant: %q", got, want)
 		}
 		// Unscoped claims soft-deleted rows too.
-		if _, err := lockplugin.Claim[softJob](t.Context(), db.Unscoped(), 5, nil, map[string]any{"state": "running"}); err != nil {
+		if _, err := lockplugin.Claim[softJob](context.Background(), db.Unscoped(), 5, nil, map[string]any{"state": "running"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.statements(); len(got) != 2 || strings.Contains(got[1], "deleted_at") {

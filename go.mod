@@ -1,18 +1,15 @@
 module github.com/lockplugin/lockplugin
 
-go 1.24.0
+go 1.22.0
 
 require (
-	github.com/gofrs/flock v0.13.0
-	github.com/redis/go-redis/v9 v9.17.3
+	github.com/gofrs/flock v0.12.1
 	gorm.io/gorm v1.31.2
 )
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
-	golang.org/x/sys v0.37.0 // indirect
+	golang.org/x/sys v0.22.0 // indirect
 	golang.org/x/text v0.20.0 // indirect
 )

@@ -73,8 +73,10 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/lockplugin/lockplugin/cmd/lockcheck v0.0.0
 	github.com/lockplugin/lockplugin/integrations/gocronlock v0.0.0
 	github.com/lockplugin/lockplugin/lease/etcdstore v0.0.0
+	github.com/lockplugin/lockplugin/lease/redisstore v0.0.0
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/sys/user v0.3.0 // indirect
@@ -104,3 +106,7 @@ replace github.com/lockplugin/lockplugin => ../
 replace github.com/lockplugin/lockplugin/lease/etcdstore => ../lease/etcdstore
 
 replace github.com/lockplugin/lockplugin/integrations/gocronlock => ../integrations/gocronlock
+
+replace github.com/lockplugin/lockplugin/lease/redisstore => ../lease/redisstore
+
+replace github.com/lockplugin/lockplugin/cmd/lockcheck => ../cmd/lockcheck

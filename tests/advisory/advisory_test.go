@@ -13,9 +13,9 @@ import (
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 func noop(*gorm.DB) error { return nil }

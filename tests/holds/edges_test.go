@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // The edge cases of issue 12. Tables start with i12_.

@@ -12,9 +12,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 	"github.com/stretchr/testify/require"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // TestRaceLastSlot: 8 acquirers behind a barrier race for one slot, 50

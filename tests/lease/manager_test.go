@@ -10,12 +10,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/leasetest"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // TestDoExclusive: 8 goroutines Do one name with a wait, 25 rounds each.

@@ -13,9 +13,9 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // i13BenchJob is a row of the claim benchmark's queue.

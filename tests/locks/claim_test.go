@@ -16,9 +16,9 @@ import (
 
 	"github.com/lockplugin/lockplugin"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // i13Config sizes the issue-13 scenarios: 8 workers, 2,000 jobs.

@@ -3,9 +3,9 @@ package locks
 import (
 	"testing"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 var scenarioConfig = scenario.Config{Workers: 8, Rounds: 25, Prefix: "lk"}

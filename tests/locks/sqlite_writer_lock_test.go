@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // sqliteDeferredDSN is WAL with a busy timeout but deferred transactions:

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/testdb"
 	"github.com/lockplugin/lockplugin/dialects"
-	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
 // testPrefix keeps this package's tables, lock names and keys apart from a

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // leaseChecks runs scenario.LeaseExclusive on the table store of the

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/testdb"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
-	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
 func whoOn(t *testing.T, args ...string) []holding {

@@ -96,16 +96,22 @@ func checkMasked(t *testing.T, form int, secret string) {
 	if err != nil {
 		out = err.Error()
 	}
-	if len(secret) >= 4 && !strings.Contains(rest, secret) && strings.Contains(out, secret) {
+	if len(secret) >= 4 && !strings.Contains(rest, secret) && !maskOnly(secret) && strings.Contains(out, secret) {
 		t.Fatalf("%s: %q shows the secret %q: %q", f.name, dsn, secret, out)
 	}
 	for i := 0; i+4 <= len(secret); i++ {
 		w := secret[i : i+4]
-		if !strings.Contains(rest, w) && strings.Contains(out, w) {
+		if !strings.Contains(rest, w) && !maskOnly(w) && strings.Contains(out, w) {
 			t.Fatalf("%s: %q shows %q of the secret %q: %q", f.name, dsn, w, secret, out)
 		}
 	}
 }
+
+// maskOnly reports whether w is made only of the mask's letter and the
+// separators the messages put beside the mask: such text in the output
+// reads as the mask whether or not the secret is also spelled that way
+// (the secret "xxx " redacted in "dial xxx : refused").
+func maskOnly(w string) bool { return strings.Trim(w, mask[:1]+" :") == "" }
 
 var dsnSeeds = []string{
 	"CORRECT HORSE BATTERY", `a b'c`, `a b\'c`, `back\slash`, "pa:ss", "p@ss/word", "a@b@c/d",

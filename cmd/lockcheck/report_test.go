@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 func fakeCheck(id string, r scenario.Result, err error) check {

@@ -19,10 +19,10 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/servers"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/testdb"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/lease"
-	"github.com/lockplugin/lockplugin/tests/internal/servers"
-	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
 // localHolderEnv makes the test binary a separate process that holds a

@@ -8,8 +8,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/dialects"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // claimChecks are the scenarios of issue 13: the work queue through

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/lockplugin/lockplugin"
-	"github.com/lockplugin/lockplugin/tests/scenario"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 )
 
 // check is one row of lockcheck's report.

@@ -17,7 +17,7 @@ import (
 
 	_ "github.com/glebarez/go-sqlite"
 
-	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/testdb"
 )
 
 // doctorOn runs `lockcheck doctor -json args...` and returns its exit

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 
+	"github.com/lockplugin/lockplugin/cmd/lockcheck/scenario"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
-	"github.com/lockplugin/lockplugin/tests/scenario"
 )
 
 // fenceChecks runs the fenced-write and election scenarios on the table
