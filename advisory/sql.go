@@ -23,13 +23,12 @@ import (
 type statement struct {
 	sql  string
 	args []any
-	// read, when set, is a constant query sent after sql on the same
-	// connection whose row is the statement's answer (TiDB, see tidb.go).
-	read string
-	// guard, when set, is a read-only query of the first arg sent first:
-	// when it answers 0 the name is held, sql is not sent, and held (a
-	// constant query) gives the answer instead.
+	// guard, when set, is a locking read of guardArg sent first, between
+	// BEGIN PESSIMISTIC and ROLLBACK (TiDB, see tidb.go): when it finds the
+	// row locked the name is held, sql is not sent, and held (a constant
+	// query) gives the answer instead.
 	guard, held string
+	guardArg    any
 }
 
 // outParam marks an Oracle OUT bind in a statement's args.

@@ -1,44 +1,66 @@
 package advisory
 
 import (
+	"strings"
 	"time"
 
 	"github.com/lockplugin/lockplugin/dialects"
 )
 
-// TiDB's statements. TiDB evaluates a prepared one-column SELECT of a
-// side-effecting function twice (measured on v8.4.0: a prepared
-// SELECT GET_LOCK(?, 0) leaves the name held twice, so one release leaves
-// it held; a prepared SELECT RELEASE_LOCK(?) releases and then answers 0
-// for the second, empty, release). An assignment is evaluated once, so each
-// statement assigns the function's answer to a session variable with SET
-// and a second, constant, statement reads it back on the same connection.
-// TiDB also clamps GET_LOCK's timeout to 1-3600 s, so a try asks
-// IS_FREE_LOCK first (a read, harmless to evaluate twice) and a longer wait is made of waits of at most an hour.
-// Under contention TiDB's GET_LOCK can fail with 1105 "pessimistic lock
-// retry limit reached" (its locks are rows of an internal table): the wait
-// is then cleared and asked again while it has time left.
+// TiDB's statements.
+//
+// Evaluated once. TiDB's planner folds a function call whose arguments are
+// all constants, and a bind parameter is a constant to it; in a prepared
+// statement (go-sql-driver's default) it keeps the folded call as a
+// deferred expression that the executor evaluates again. So a prepared
+// SELECT GET_LOCK(?, ?) takes the name twice (one release leaves it held),
+// and a prepared SELECT RELEASE_LOCK(?) releases one hold and answers for a
+// second (measured by TestTiDBStatementShapes in tests/advisory). ANY_VALUE
+// is never folded, so GET_LOCK(ANY_VALUE(?), ANY_VALUE(?)) is not either,
+// and runs once, at execution, however the statement is sent.
+//
+// Waits. TiDB's GET_LOCK is a pessimistic INSERT into mysql.advisory_locks
+// made by an internal session, whose lock wait is GET_LOCK's timeout,
+// clamped to 1..3600 s (innodb_lock_wait_timeout's range). A wait of d is
+// d rounded up to whole seconds, as on MySQL; a longer or indefinite wait
+// is made of waits of at most tidbMaxWait (waitMore).
+//
+// Tries. GET_LOCK(name, 0) waits a second for a held name, so a try
+// (WaitAtMost(0)) asks first, in a transaction of its own that it rolls
+// back, whether the holder's row in mysql.advisory_locks is locked:
+// SELECT ... FOR UPDATE NOWAIT fails at once (3572) when it is, and the
+// try answers "busy" without calling GET_LOCK. Only a name taken by
+// someone else between that question and the GET_LOCK costs the try a
+// second. Where the question cannot be asked (no SELECT privilege on
+// mysql.advisory_locks), the try is GET_LOCK(name, 0): exact, but a second
+// long on a held name.
+//
+// Contention. Under many waiters TiDB's GET_LOCK can fail with 1105
+// "pessimistic lock retry limit reached", holding nothing; the wait is then
+// cleared and asked again while it has time left (Lock.steps).
 
-// tidbMaxWait is the longest wait TiDB's GET_LOCK takes, in seconds.
+// tidbMaxWait is the longest wait of one GET_LOCK on TiDB, in seconds.
 const tidbMaxWait = 3600
 
-// tidbTry asks IS_FREE_LOCK first, in a statement of its own:
-// GET_LOCK(?, 0) waits a second for a held name, and TiDB's IF() does not
-// spare its other branch (measured: SET @g = IF(IS_FREE_LOCK(?) = 1,
-// GET_LOCK(?, 0), 0) on a held name took 2 s). Only a name taken between
-// the two statements costs the try its second.
+// tidbProbe is the try's question, sent with the name as TiDB keys it
+// (lower case) between BEGIN PESSIMISTIC and ROLLBACK.
+const tidbProbe = "SELECT 1 FROM mysql.advisory_locks WHERE lock_name = ? FOR UPDATE NOWAIT"
+
+// tidbKey is the name as TiDB's GET_LOCK stores it: lower-cased with Go's
+// strings.ToLower, which is what TiDB itself calls.
+func tidbKey(name string) string { return strings.ToLower(name) }
+
 func tidbTry(name string) statement {
 	return statement{
-		sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{name}, read: "SELECT @lockplugin_got",
-		guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0",
+		sql: "SELECT GET_LOCK(ANY_VALUE(?), 0)", args: []any{name},
+		guard: tidbProbe, guardArg: tidbKey(name), held: "SELECT 0",
 	}
 }
 
 func tidbTryWithID(name string) statement {
 	return statement{
-		sql:  "SET @lockplugin_got = GET_LOCK(?, 0), @lockplugin_id = CONNECTION_ID()",
-		args: []any{name}, read: "SELECT @lockplugin_got, @lockplugin_id",
-		guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0, CONNECTION_ID()",
+		sql: "SELECT GET_LOCK(ANY_VALUE(?), 0), CONNECTION_ID()", args: []any{name},
+		guard: tidbProbe, guardArg: tidbKey(name), held: "SELECT 0, CONNECTION_ID()",
 	}
 }
 
@@ -49,11 +71,11 @@ func tidbWait(name string, w wait) statement {
 	if !w.forever {
 		secs = w.ceil(time.Second, tidbMaxWait)
 	}
-	return statement{sql: "SET @lockplugin_got = GET_LOCK(?, ?)", args: []any{name, secs}, read: "SELECT @lockplugin_got"}
+	return statement{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{name, secs}}
 }
 
 func tidbUnlock(name string) statement {
-	return statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{name}, read: "SELECT @lockplugin_got"}
+	return statement{sql: "SELECT RELEASE_LOCK(ANY_VALUE(?))", args: []any{name}}
 }
 
 func tidbSession(name string, w wait) session {

@@ -76,6 +76,27 @@ func IsTiDBLockRetryLimit(err error) bool {
 	return c.family == MySQL && c.number == 1105 && strings.Contains(err.Error(), "pessimistic lock retry limit reached")
 }
 
+// IsDuplicateKey reports whether err says that an INSERT met an existing
+// primary or unique key (PostgreSQL 23505; MySQL, MariaDB and TiDB 1062;
+// SQL Server 2627, 2601; Oracle ORA-00001; SQLite's constraint codes
+// PRIMARYKEY and UNIQUE).
+func IsDuplicateKey(err error) bool {
+	c := codeOf(err)
+	switch c.family {
+	case Postgres:
+		return c.state == "23505"
+	case MySQL:
+		return c.number == 1062
+	case SQLServer:
+		return c.number == 2627 || c.number == 2601
+	case Oracle:
+		return c.number == 1
+	case SQLite:
+		return c.number == 1555 || c.number == 2067
+	}
+	return false
+}
+
 // IsRetryable reports whether err is a transient concurrency failure after
 // which the whole transaction may simply be run again: a deadlock victim or
 // a serialization failure (PostgreSQL 40001, 40P01; MySQL/MariaDB 1213,

@@ -152,9 +152,11 @@ func (s stmt) bind(v values) []any {
 }
 
 // statements are a store's statements; insert is MySQL's second acquire
-// statement, for a name the first found no row to take for.
+// statement, for a name the first found no row to take for. tidb, set on
+// TiDB only, are the statements of its transactions (see tidb.go).
 type statements struct {
 	acquire, insert, release, refresh stmt
+	tidb                              *tidbStatements
 }
 
 // render renders the statements for a database and a quoted table.
@@ -181,6 +183,15 @@ func render(d dialects.Dialect, table string) (statements, error) {
 	}
 	if ins != "" {
 		st.insert = renderOne(d, table, ins)
+	}
+	if d.Engine == dialects.TiDB {
+		st.release = renderOne(d, table, plainRelease)
+		st.refresh = renderOne(d, table, plainRefresh)
+		st.tidb = &tidbStatements{
+			read: renderOne(d, table, tidbRead), take: renderOne(d, table, tidbTake),
+			renew: renderOne(d, table, tidbRenew), insert: renderOne(d, table, tidbInsert),
+			fence: renderOne(d, table, tidbFence), held: renderOne(d, table, tidbHeld),
+		}
 	}
 	return st, nil
 }
