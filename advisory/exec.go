@@ -47,7 +47,7 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
 	} else if len(dest) == 0 {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
-	} else if st.guard != "" {
+	} else if st.held != "" {
 		err = r.guarded(ctx, st, dest)
 	} else {
 		err = r.q.QueryRowContext(ctx, st.sql, args...).Scan(dest...)
@@ -56,25 +56,32 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 	return err
 }
 
-// guarded runs a statement behind its guard (TiDB, see tidb.go): the guard
-// in a transaction of its own, then sql unless the guard found the name
-// held. A guard that fails otherwise (no privilege to read the table) does
-// not decide: sql is sent.
+// guarded runs a statement that has a held answer (TiDB, see tidb.go): its
+// guard first, if any, in a transaction of its own, and sql unless the guard
+// found the name held. A guard that fails otherwise (no privilege to read
+// the table) does not decide: sql is sent. When sql gives up holding
+// nothing (TiDB's 1105 under contention), held is the answer too.
 func (r runner) guarded(ctx context.Context, st statement, dest []any) error {
-	if _, err := r.q.ExecContext(ctx, "BEGIN PESSIMISTIC"); err != nil {
-		return err
+	if st.guard != "" {
+		if _, err := r.q.ExecContext(ctx, "BEGIN PESSIMISTIC"); err != nil {
+			return err
+		}
+		rows, gerr := r.q.QueryContext(ctx, st.guard, st.guardArg)
+		if gerr == nil {
+			gerr = rows.Close()
+		}
+		if _, err := r.q.ExecContext(ctx, "ROLLBACK"); err != nil {
+			return err
+		}
+		if dialects.IsLockNotAvailable(gerr) {
+			return r.q.QueryRowContext(ctx, st.held).Scan(dest...)
+		}
 	}
-	rows, gerr := r.q.QueryContext(ctx, st.guard, st.guardArg)
-	if gerr == nil {
-		gerr = rows.Close()
-	}
-	if _, err := r.q.ExecContext(ctx, "ROLLBACK"); err != nil {
-		return err
-	}
-	if dialects.IsLockNotAvailable(gerr) {
+	err := r.q.QueryRowContext(ctx, st.sql, st.args...).Scan(dest...)
+	if (dialects.IsTiDBLockRetryLimit(err) || dialects.IsTiDBLockWaitTimeout(err)) && ctx.Err() == nil {
 		return r.q.QueryRowContext(ctx, st.held).Scan(dest...)
 	}
-	return r.q.QueryRowContext(ctx, st.sql, st.args...).Scan(dest...)
+	return err
 }
 
 func (r runner) trace(ctx context.Context, begin time.Time, st statement, err error) {

@@ -23,10 +23,10 @@ import (
 type statement struct {
 	sql  string
 	args []any
-	// guard, when set, is a locking read of guardArg sent first, between
-	// BEGIN PESSIMISTIC and ROLLBACK (TiDB, see tidb.go): when it finds the
-	// row locked the name is held, sql is not sent, and held (a constant
-	// query) gives the answer instead.
+	// held, when set, is a constant query that gives the answer "held"
+	// (TiDB, see tidb.go): when guard, a locking read of guardArg sent
+	// first between BEGIN PESSIMISTIC and ROLLBACK, finds the row locked
+	// (and then sql is not sent), or when sql gives up with TiDB's 1105.
 	guard, held string
 	guardArg    any
 }

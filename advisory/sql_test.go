@@ -50,16 +50,16 @@ func TestSessionPlanExactSQL(t *testing.T) {
 			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},
 		// TiDB: arguments behind ANY_VALUE, which its planner never folds
 		// (so the call runs once), a try guarded by a NOWAIT read of
-		// mysql.advisory_locks, and waits of at most an hour.
+		// mysql.advisory_locks, and waits of a second each.
 		{"mysql", "8.0.11-TiDB-v8.4.0", forever(),
 			[]statement{
-				{sql: "SELECT GET_LOCK(ANY_VALUE(?), 0), CONNECTION_ID()", args: []any{"adv-job"}, guard: tidbProbe, guardArg: "adv-job", held: "SELECT 0, CONNECTION_ID()"},
-				{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{"adv-job", int64(3600)}}},
+				{sql: "SELECT 0, CONNECTION_ID()"},
+				{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{"adv-job", int64(1)}, held: "SELECT 0"}},
 			statement{sql: "SELECT RELEASE_LOCK(ANY_VALUE(?))", args: []any{"adv-job"}}},
 		{"mysql", "8.0.11-TiDB-v8.4.0", upTo(1500 * time.Millisecond),
 			[]statement{
-				{sql: "SELECT GET_LOCK(ANY_VALUE(?), 0), CONNECTION_ID()", args: []any{"adv-job"}, guard: tidbProbe, guardArg: "adv-job", held: "SELECT 0, CONNECTION_ID()"},
-				{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{"adv-job", int64(2)}}},
+				{sql: "SELECT 0, CONNECTION_ID()"},
+				{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{"adv-job", int64(1)}, held: "SELECT 0"}},
 			statement{sql: "SELECT RELEASE_LOCK(ANY_VALUE(?))", args: []any{"adv-job"}}},
 		{"mysql", "8.0.11-TiDB-v8.4.0", upTo(0),
 			[]statement{{sql: "SELECT GET_LOCK(ANY_VALUE(?), 0)", args: []any{"adv-job"}, guard: tidbProbe, guardArg: "adv-job", held: "SELECT 0"}},

@@ -21,9 +21,13 @@ import (
 //
 // Waits. TiDB's GET_LOCK is a pessimistic INSERT into mysql.advisory_locks
 // made by an internal session, whose lock wait is GET_LOCK's timeout,
-// clamped to 1..3600 s (innodb_lock_wait_timeout's range). A wait of d is
-// d rounded up to whole seconds, as on MySQL; a longer or indefinite wait
-// is made of waits of at most tidbMaxWait (waitMore).
+// clamped to 1..3600 s (innodb_lock_wait_timeout's range), and nothing
+// interrupts it: KILL QUERY takes effect only when the timeout ends
+// (measured: a 3 s wait killed after 0.5 s returned 1317 after 3.07 s),
+// and a client that went away is noticed only then. So a wait is made of
+// GET_LOCK calls of tidbChunk each (waitMore), and a cancelled or timed-out
+// wait leaves the server within tidbChunk. A wait of d waits at least d:
+// d rounded up to whole seconds, as on MySQL.
 //
 // Tries. GET_LOCK(name, 0) waits a second for a held name, so a try
 // (WaitAtMost(0)) asks first, in a transaction of its own that it rolls
@@ -36,11 +40,12 @@ import (
 // long on a held name.
 //
 // Contention. Under many waiters TiDB's GET_LOCK can fail with 1105
-// "pessimistic lock retry limit reached", holding nothing; the wait is then
-// cleared and asked again while it has time left (Lock.steps).
+// "pessimistic lock retry limit reached" or 1105 "lock wait timeout",
+// holding nothing: the statement then answers 0 (busy), and a wait goes on
+// while it has time left.
 
-// tidbMaxWait is the longest wait of one GET_LOCK on TiDB, in seconds.
-const tidbMaxWait = 3600
+// tidbChunk is the wait of one GET_LOCK on TiDB, in seconds.
+const tidbChunk = 1
 
 // tidbProbe is the try's question, sent with the name as TiDB keys it
 // (lower case) between BEGIN PESSIMISTIC and ROLLBACK.
@@ -57,21 +62,21 @@ func tidbTry(name string) statement {
 	}
 }
 
-func tidbTryWithID(name string) statement {
-	return statement{
-		sql: "SELECT GET_LOCK(ANY_VALUE(?), 0), CONNECTION_ID()", args: []any{name},
-		guard: tidbProbe, guardArg: tidbKey(name), held: "SELECT 0, CONNECTION_ID()",
-	}
+// tidbID is the first step of a wait: only the connection id (for KILL
+// QUERY). A GET_LOCK(name, 0) there would wait a second on a held name
+// before the wait proper began; the first wait is the try instead.
+func tidbID() statement {
+	return statement{sql: "SELECT 0, CONNECTION_ID()"}
 }
 
-// tidbWait waits whole seconds, rounded up, at most tidbMaxWait; a longer
+// tidbWait waits whole seconds, rounded up, at most tidbChunk; a longer
 // wait goes on in waitMore.
 func tidbWait(name string, w wait) statement {
-	secs := int64(tidbMaxWait)
+	secs := int64(tidbChunk)
 	if !w.forever {
-		secs = w.ceil(time.Second, tidbMaxWait)
+		secs = w.ceil(time.Second, tidbChunk)
 	}
-	return statement{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{name, secs}}
+	return statement{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{name, secs}, held: "SELECT 0"}
 }
 
 func tidbUnlock(name string) statement {
@@ -82,12 +87,12 @@ func tidbSession(name string, w wait) session {
 	if w.tryOnce() {
 		return session{steps: []statement{tidbTry(name)}, release: tidbUnlock(name)}
 	}
-	return session{steps: []statement{tidbTryWithID(name), tidbWait(name, w)}, release: tidbUnlock(name)}
+	return session{steps: []statement{tidbID(), tidbWait(name, w)}, release: tidbUnlock(name)}
 }
 
 // waitMore returns the next wait after a GET_LOCK that timed out, when the
-// database cut the wait short of w (TiDB's one-hour clamp): started is when
-// the first wait began. ok is false when w has run out.
+// wait was cut short of w (TiDB's waits of tidbChunk): started is when the
+// first wait began. ok is false when w has run out.
 func waitMore(d dialects.Dialect, name string, w wait, started time.Time) (statement, bool) {
 	if d.Engine != dialects.TiDB {
 		return statement{}, false
@@ -96,7 +101,7 @@ func waitMore(d dialects.Dialect, name string, w wait, started time.Time) (state
 		return tidbWait(name, w), true
 	}
 	left := w.d - time.Since(started)
-	if left < time.Second/2 {
+	if left <= 0 {
 		return statement{}, false
 	}
 	return tidbWait(name, wait{d: left}), true

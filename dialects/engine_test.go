@@ -157,7 +157,7 @@ func TestEngineRows(t *testing.T) {
 		{tidb, dialects.ForShare, false},
 		{tidb, dialects.SkipLocked, false},
 		{tidb, dialects.QueueClaim, false},
-		{tidb, dialects.AdvisoryLock, false},
+		{tidb, dialects.AdvisoryLock, true},
 		{tidb, dialects.AdvisoryXactLock, false},
 		{tidb, dialects.CapacityHolds, true},
 		{tidb, dialects.LeaseTable, false},

@@ -3,8 +3,10 @@ package advisory_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
@@ -60,7 +62,7 @@ func TestTiDBStatementShapes(t *testing.T) {
 	}
 	for _, g := range gets {
 		for i := 0; i < 3; i++ { // the third run uses a cached plan
-			if _, err := conn.ExecContext(ctx, g.sql, g.args...); err != nil {
+			if err := sendDrained(ctx, conn, g.sql, g.args...); err != nil {
 				t.Fatalf("%s: %v", g.shape, err)
 			}
 			n := tidbRefs(t, ctx, conn)
@@ -69,6 +71,25 @@ func TestTiDBStatementShapes(t *testing.T) {
 				t.Errorf("GET_LOCK, %s: %d holds after one statement, want 1", g.shape, n)
 			}
 		}
+	}
+
+	// The text protocol (go-sql-driver's interpolateParams): the values are
+	// literals, folded once at planning and not evaluated again.
+	text := testdb.Open(t, testdb.TiDB, func(dsn string) string { return dsn + "&interpolateParams=true" })
+	tpool, err := text.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tconn, err := tpool.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tconn.Close()
+	for i := 0; i < 3; i++ {
+		if err := sendDrained(ctx, tconn, "SELECT GET_LOCK(?, ?)", name, 1); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("GET_LOCK, SELECT, text protocol (run %d): %d hold(s)", i+1, tidbRefs(t, ctx, tconn))
 	}
 
 	take := "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))"
@@ -85,7 +106,7 @@ func TestTiDBStatementShapes(t *testing.T) {
 	for _, r := range releases {
 		for i := 0; i < 3; i++ {
 			for j := 0; j < 3; j++ {
-				if _, err := conn.ExecContext(ctx, take, name, 1); err != nil {
+				if err := sendDrained(ctx, conn, take, name, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -100,4 +121,45 @@ func TestTiDBStatementShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sendDrained sends a statement as advisory does, reading its rows (a
+// SELECT goes through QueryContext, as QueryRowContext does).
+func sendDrained(ctx context.Context, conn *sql.Conn, query string, args ...any) error {
+	if query[:6] != "SELECT" {
+		_, err := conn.ExecContext(ctx, query, args...)
+		return err
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// tidbHolder is holder on TiDB, whose IS_USED_LOCK answers 1, not the
+// holder's session id, for another session's lock (and waits a second to
+// find out): it asks whether the name's row in mysql.advisory_locks is
+// locked, with a NOWAIT read in a transaction it rolls back. -1: held.
+func tidbHolder(t testing.TB, tg *testdb.Target, name string) int64 {
+	t.Helper()
+	tx := tg.Plain.Begin()
+	if tx.Error != nil {
+		t.Fatalf("who holds %q: %v", name, tx.Error)
+	}
+	defer tx.Rollback()
+	var rows []int64
+	err := tx.Raw("SELECT 1 FROM mysql.advisory_locks WHERE lock_name = ? FOR UPDATE NOWAIT", strings.ToLower(name)).Scan(&rows).Error
+	switch {
+	case dialects.IsLockNotAvailable(err):
+		return -1
+	case err != nil:
+		t.Fatalf("who holds %q: %v", name, err)
+	}
+	return 0
 }
