@@ -44,7 +44,7 @@ func TestFencedWriteMeetsNewerCommit(t *testing.T) {
 					// statement is where it retries.
 					db = tg.DB.Session(&gorm.Session{SkipDefaultTransaction: true})
 				}
-				round := func(fenced bool) (staleErr error, final account) {
+				round := func(fenced bool) (final account, staleErr error) {
 					noErr(t, db.Exec("DELETE FROM i16_accounts").Error)
 					noErr(t, db.Create(&account{ID: 1}).Error)
 					noErr(t, db.Exec("UPDATE i16_accounts SET fence = 4 WHERE id = 1").Error)
@@ -71,16 +71,16 @@ func TestFencedWriteMeetsNewerCommit(t *testing.T) {
 					staleErr = <-done
 					t.Logf("the newer write took %v, the stale one ended %v after it began", newer, time.Since(began))
 					noErr(t, db.First(&final, 1).Error)
-					return staleErr, final
+					return final, staleErr
 				}
-				err, final := round(false)
+				final, err := round(false)
 				noErr(t, err, "unfenced stale write")
 				t.Logf("%s autocommit=%v unfenced: final fence %d, balance %d", tg.Name, autocommit, final.Fence, final.Balance)
 				if autocommit && tg.Dialect.Engine == dialects.TiDB && int64(final.Fence) != 5 {
 					t.Fatalf("the unfenced baseline ended at fence %d, want 5 (the stale write last): the attack did not interleave", int64(final.Fence))
 				}
 				for r := 1; r <= 5; r++ {
-					err, final := round(true)
+					final, err := round(true)
 					t.Logf("%s autocommit=%v fenced, round %d: stale write: %v; final fence %d, balance %d", tg.Name, autocommit, r, err, int64(final.Fence), final.Balance)
 					want(t, int64(final.Fence) == 6 && final.Balance == 6, "round %d: final %+v, want fence 6, balance 6", r, final)
 					switch {
