@@ -8,6 +8,7 @@ var tidbRules = []rule{
 	{kind: MySQL, engine: TiDB, feature: ForUpdate},
 	{kind: MySQL, engine: TiDB, feature: NoWait},
 	{kind: MySQL, engine: TiDB, feature: LockOf},
+	{kind: MySQL, engine: TiDB, feature: LockWait, note: "`WAIT n` (seconds, rounded up)"},
 	// advisory/tidb.go: GET_LOCK with its arguments behind ANY_VALUE,
 	// which TiDB's planner does not fold, so each call runs once (a
 	// prepared SELECT GET_LOCK(?, ?) runs twice); tries guarded by a NOWAIT
