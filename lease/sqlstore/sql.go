@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -196,9 +195,10 @@ func render(d dialects.Dialect, table string) (statements, error) {
 	return st, nil
 }
 
-// renderOne expands a template. PostgreSQL and SQL Server number their
-// parameters and reuse a number for the same value; the others bind each
-// occurrence.
+// renderOne expands a template, with each database's placeholders
+// (dialects.BindVar): where numbered placeholders can be reused for the
+// same value (dialects.ReusesBindVars) they are, and elsewhere each
+// occurrence is bound.
 func renderOne(d dialects.Dialect, table, tmpl string) stmt {
 	tmpl = strings.ReplaceAll(tmpl, "{exp}", expiresTmpl)
 	var b strings.Builder
@@ -233,32 +233,17 @@ func renderOne(d dialects.Dialect, table, tmpl string) stmt {
 		default:
 			panic("sqlstore: unknown template token " + tok)
 		}
-		var ph string
-		switch d.Kind {
-		case dialects.Postgres, dialects.SQLServer:
-			n, ok := numbered[a]
-			if !ok {
-				st.args = append(st.args, a)
-				n = len(st.args)
-				numbered[a] = n
-			}
-			if d.Kind == dialects.Postgres {
-				ph = "$" + strconv.Itoa(n)
-				if a == argTTL {
-					// Typed, or PostgreSQL infers integer from "= 0".
-					ph = "CAST(" + ph + " AS BIGINT)"
-				}
-			} else {
-				ph = "@p" + strconv.Itoa(n)
-			}
-		case dialects.Oracle:
+		n, ok := numbered[a]
+		if !ok || !d.ReusesBindVars() {
 			st.args = append(st.args, a)
-			ph = ":" + strconv.Itoa(len(st.args))
-		default:
-			st.args = append(st.args, a)
-			ph = "?"
+			n = len(st.args)
+			numbered[a] = n
 		}
-		b.WriteString(ph)
+		if a == argTTL {
+			b.WriteString(d.BigintBindVar(n))
+		} else {
+			b.WriteString(d.BindVar(n))
+		}
 	}
 	st.SQL = b.String()
 	return st
