@@ -19,7 +19,9 @@ var (
 	// read ... try restarting transaction"), MariaDB's serialization
 	// failure under innodb_snapshot_isolation (the default from 11.8).
 	myLockNotAvailable = map[int]bool{3572: true, 1205: true}
-	myRetryable        = map[int]bool{1213: true, 1020: true}
+	// 9007 is TiDB's write conflict, with which an optimistic transaction
+	// fails at COMMIT (no MySQL error has that number).
+	myRetryable = map[int]bool{1213: true, 1020: true, 9007: true}
 	// SQL Server error numbers: lock request time out; deadlock victim,
 	// snapshot isolation update conflict.
 	msLockNotAvailable = map[int]bool{1222: true}
@@ -110,7 +112,7 @@ func IsDuplicateKey(err error) bool {
 // IsRetryable reports whether err is a transient concurrency failure after
 // which the whole transaction may simply be run again: a deadlock victim or
 // a serialization failure (PostgreSQL 40001, 40P01; MySQL/MariaDB 1213,
-// 1020, TiDB's 1105 retry limit; SQL Server 1205, 3960; Oracle ORA-00060,
+// 1020, TiDB's 1105 retry limit and 9007 write conflict; SQL Server 1205, 3960; Oracle ORA-00060,
 // ORA-08177), or SQLite's
 // BUSY, BUSY_SNAPSHOT and LOCKED.
 func IsRetryable(err error) bool {
