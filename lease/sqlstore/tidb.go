@@ -19,11 +19,10 @@ import (
 // that met a write conflict, and a retry that then matches no row still
 // reports the first attempt's fence (measured: 8 workers on one name, 110
 // of 375 acquires reported granted while another owner held the lease). So
-// on TiDB each operation is one transaction that reads the row under an
-// exclusive lock (FOR UPDATE reads the latest commit in TiDB's pessimistic
-// transactions, and in an optimistic one the write makes a conflicting
-// commit fail), decides from what it read, writes, and reads the fence back
-// in the same transaction. Nothing depends on the insert id or on
+// on TiDB each operation is one pessimistic transaction (inTx) that reads
+// the row under an exclusive lock (FOR UPDATE reads the latest commit
+// there), decides from what it read, writes, and reads the fence back in
+// the same transaction. Nothing depends on the insert id or on
 // RowsAffected.
 const (
 	// tidbRead locks the row and says whether it is the caller's and
