@@ -15,6 +15,7 @@ import (
 // transaction behind a WithTx.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
@@ -46,8 +47,8 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
 	} else if len(dest) == 0 {
 		_, err = r.q.ExecContext(ctx, st.sql, args...)
-	} else if st.read != "" {
-		err = r.assigned(ctx, st, dest)
+	} else if st.held != "" {
+		err = r.guarded(ctx, st, dest)
 	} else {
 		err = r.q.QueryRowContext(ctx, st.sql, args...).Scan(dest...)
 	}
@@ -55,22 +56,32 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 	return err
 }
 
-// assigned runs a statement that assigns its answer (TiDB, see tidb.go):
-// the guard, then sql, then read.
-func (r runner) assigned(ctx context.Context, st statement, dest []any) error {
+// guarded runs a statement that has a held answer (TiDB, see tidb.go): its
+// guard first, if any, in a transaction of its own, and sql unless the guard
+// found the name held. A guard that fails otherwise (no privilege to read
+// the table) does not decide: sql is sent. When sql gives up holding
+// nothing (TiDB's 1105 under contention), held is the answer too.
+func (r runner) guarded(ctx context.Context, st statement, dest []any) error {
 	if st.guard != "" {
-		var free sql.NullInt64
-		if err := r.q.QueryRowContext(ctx, st.guard, st.args[0]).Scan(&free); err != nil {
+		if _, err := r.q.ExecContext(ctx, "BEGIN PESSIMISTIC"); err != nil {
 			return err
 		}
-		if free.Valid && free.Int64 == 0 {
+		rows, gerr := r.q.QueryContext(ctx, st.guard, st.guardArg)
+		if gerr == nil {
+			gerr = rows.Close()
+		}
+		if _, err := r.q.ExecContext(ctx, "ROLLBACK"); err != nil {
+			return err
+		}
+		if dialects.IsLockNotAvailable(gerr) {
 			return r.q.QueryRowContext(ctx, st.held).Scan(dest...)
 		}
 	}
-	if _, err := r.q.ExecContext(ctx, st.sql, st.args...); err != nil {
-		return err
+	err := r.q.QueryRowContext(ctx, st.sql, st.args...).Scan(dest...)
+	if (dialects.IsTiDBLockRetryLimit(err) || dialects.IsTiDBLockWaitTimeout(err)) && ctx.Err() == nil {
+		return r.q.QueryRowContext(ctx, st.held).Scan(dest...)
 	}
-	return r.q.QueryRowContext(ctx, st.read).Scan(dest...)
+	return err
 }
 
 func (r runner) trace(ctx context.Context, begin time.Time, st statement, err error) {

@@ -23,13 +23,12 @@ import (
 type statement struct {
 	sql  string
 	args []any
-	// read, when set, is a constant query sent after sql on the same
-	// connection whose row is the statement's answer (TiDB, see tidb.go).
-	read string
-	// guard, when set, is a read-only query of the first arg sent first:
-	// when it answers 0 the name is held, sql is not sent, and held (a
-	// constant query) gives the answer instead.
+	// held, when set, is a constant query that gives the answer "held"
+	// (TiDB, see tidb.go): when guard, a locking read of guardArg sent
+	// first between BEGIN PESSIMISTIC and ROLLBACK, finds the row locked
+	// (and then sql is not sent), or when sql gives up with TiDB's 1105.
 	guard, held string
+	guardArg    any
 }
 
 // outParam marks an Oracle OUT bind in a statement's args.

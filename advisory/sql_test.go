@@ -48,16 +48,22 @@ func TestSessionPlanExactSQL(t *testing.T) {
 		{"mysql", "10.11.6-MariaDB", forever(),
 			[]statement{{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{"adv-job"}}, {sql: "SELECT GET_LOCK(?, ?)", args: []any{"adv-job", int64(365 * 24 * 3600)}}},
 			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},
-		// TiDB: assignments, each read back by a constant SELECT, and
-		// waits of at most an hour.
+		// TiDB: arguments behind ANY_VALUE, which its planner never folds
+		// (so the call runs once), a try guarded by a NOWAIT read of
+		// mysql.advisory_locks, and waits of a second each.
 		{"mysql", "8.0.11-TiDB-v8.4.0", forever(),
 			[]statement{
-				{sql: "SET @lockplugin_got = GET_LOCK(?, 0), @lockplugin_id = CONNECTION_ID()", args: []any{"adv-job"}, read: "SELECT @lockplugin_got, @lockplugin_id", guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0, CONNECTION_ID()"},
-				{sql: "SET @lockplugin_got = GET_LOCK(?, ?)", args: []any{"adv-job", int64(3600)}, read: "SELECT @lockplugin_got"}},
-			statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
+				{sql: "SELECT 0, CONNECTION_ID()"},
+				{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{"adv-job", int64(1)}, held: "SELECT 0"}},
+			statement{sql: "SELECT RELEASE_LOCK(ANY_VALUE(?))", args: []any{"adv-job"}}},
+		{"mysql", "8.0.11-TiDB-v8.4.0", upTo(1500 * time.Millisecond),
+			[]statement{
+				{sql: "SELECT 0, CONNECTION_ID()"},
+				{sql: "SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))", args: []any{"adv-job", int64(1)}, held: "SELECT 0"}},
+			statement{sql: "SELECT RELEASE_LOCK(ANY_VALUE(?))", args: []any{"adv-job"}}},
 		{"mysql", "8.0.11-TiDB-v8.4.0", upTo(0),
-			[]statement{{sql: "SET @lockplugin_got = GET_LOCK(?, 0)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got", guard: "SELECT IS_FREE_LOCK(?)", held: "SELECT 0"}},
-			statement{sql: "SET @lockplugin_got = RELEASE_LOCK(?)", args: []any{"adv-job"}, read: "SELECT @lockplugin_got"}},
+			[]statement{{sql: "SELECT GET_LOCK(ANY_VALUE(?), 0)", args: []any{"adv-job"}, guard: tidbProbe, guardArg: "adv-job", held: "SELECT 0"}},
+			statement{sql: "SELECT RELEASE_LOCK(ANY_VALUE(?))", args: []any{"adv-job"}}},
 		{"mysql", "8.0.36", upTo(0),
 			[]statement{{sql: "SELECT GET_LOCK(?, 0)", args: []any{"adv-job"}}},
 			statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{"adv-job"}}},

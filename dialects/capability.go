@@ -34,6 +34,10 @@ const (
 	// one writer at a time (SQLite): a locking read first takes the
 	// writer lock. Opt-in, with lockplugin.SQLiteWriterLock.
 	WriterLock Feature = "writer lock for row locks"
+	// FencedWrite is a write guarded by a lease's fencing token
+	// (lockplugin.WithFence): "fence <= mine" added to its WHERE, and a
+	// write it stopped reported as ErrStaleFence.
+	FencedWrite Feature = "fenced write"
 )
 
 // rule decides one feature for one database kind. A rule whose since is
@@ -66,6 +70,7 @@ var rules = []rule{
 	{kind: Postgres, feature: AdvisoryXactLock},
 	{kind: Postgres, feature: CapacityHolds},
 	{kind: Postgres, feature: LeaseTable},
+	{kind: Postgres, feature: FencedWrite},
 	{kind: Postgres, feature: QueueClaim, note: "1 statement, UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING"},
 
 	{kind: MySQL, feature: ForUpdate},
@@ -77,6 +82,7 @@ var rules = []rule{
 	{kind: MySQL, feature: AdvisoryLock},
 	{kind: MySQL, feature: CapacityHolds},
 	{kind: MySQL, feature: LeaseTable},
+	{kind: MySQL, feature: FencedWrite},
 	{kind: MySQL, feature: QueueClaim, since: from(8, 0, 1), note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
 
 	{kind: MariaDB, feature: ForUpdate},
@@ -87,6 +93,7 @@ var rules = []rule{
 	{kind: MariaDB, feature: AdvisoryLock},
 	{kind: MariaDB, feature: CapacityHolds},
 	{kind: MariaDB, feature: LeaseTable},
+	{kind: MariaDB, feature: FencedWrite},
 	{kind: MariaDB, feature: QueueClaim, since: from(10, 6, 0), note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
 
 	{kind: SQLServer, feature: ForUpdate, note: "WITH (XLOCK, ROWLOCK)"},
@@ -99,6 +106,7 @@ var rules = []rule{
 	{kind: SQLServer, feature: AdvisoryXactLock},
 	{kind: SQLServer, feature: CapacityHolds},
 	{kind: SQLServer, feature: LeaseTable},
+	{kind: SQLServer, feature: FencedWrite},
 	{kind: SQLServer, feature: QueueClaim, note: "1 statement, UPDATE TOP (n) ... WITH (UPDLOCK, READPAST, ROWLOCK) OUTPUT"},
 
 	{kind: Oracle, feature: ForUpdate},
@@ -107,10 +115,12 @@ var rules = []rule{
 	{kind: Oracle, feature: LockWait, note: "`WAIT n` (seconds, rounded up)"},
 	{kind: Oracle, feature: AdvisoryLock, note: "needs EXECUTE on DBMS_LOCK"},
 	{kind: Oracle, feature: LeaseTable, note: "SQL checked, not run live"},
+	{kind: Oracle, feature: FencedWrite, note: "SQL checked, not run live"},
 	{kind: Oracle, feature: QueueClaim, note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE; SQL checked, not run live"},
 
 	{kind: SQLite, feature: CapacityHolds, note: "writer lock taken up front"},
 	{kind: SQLite, feature: LeaseTable},
+	{kind: SQLite, feature: FencedWrite},
 	{kind: SQLite, feature: QueueClaim, note: "1 statement, UPDATE ... RETURNING (SQLite 3.35+)"},
 	{kind: SQLite, feature: WriterLock, note: "opt-in: SQLiteWriterLock()"},
 }

@@ -11,12 +11,16 @@ var lookalikeRules = []rule{
 	{kind: Postgres, engine: CockroachDB, feature: ForUpdate, note: "from CockroachDB's docs, not run live"},
 	{kind: Postgres, engine: CockroachDB, feature: NoWait},
 	{kind: Postgres, engine: CockroachDB, feature: LockOf},
+	// A fenced write is a plain UPDATE/DELETE with one more condition, which
+	// both run as PostgreSQL does.
+	{kind: Postgres, engine: CockroachDB, feature: FencedWrite, note: "plain SQL, not run live"},
 
 	// YugabyteDB: FOR UPDATE as PostgreSQL's; under its default
 	// fail-on-conflict concurrency control a conflicting locker gets
 	// 40001 instead of waiting, which IsRetryable reports.
 	{kind: Postgres, engine: YugabyteDB, feature: ForUpdate, note: "from YugabyteDB's docs, not run live"},
 	{kind: Postgres, engine: YugabyteDB, feature: NoWait},
+	{kind: Postgres, engine: YugabyteDB, feature: FencedWrite, note: "plain SQL, not run live"},
 }
 
 var cockroachReasons = map[Feature]string{

@@ -79,7 +79,7 @@ func lockCell(d Dialect, f Feature) string {
 
 // MechanismMatrix renders which mechanisms each database can run.
 func MechanismMatrix() Table {
-	cols := []Feature{AdvisoryLock, AdvisoryXactLock, LeaseTable, CapacityHolds, QueueClaim}
+	cols := []Feature{AdvisoryLock, AdvisoryXactLock, LeaseTable, CapacityHolds, QueueClaim, FencedWrite}
 	t := Table{Header: []string{"database"}}
 	for _, c := range cols {
 		t.Header = append(t.Header, string(c))

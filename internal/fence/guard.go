@@ -56,15 +56,8 @@ func prepare(db *gorm.DB, op string) (token, *schema.Field, bool) {
 		db.AddError(fmt.Errorf("lockplugin: fenced %s of a statement whose SQL is already built cannot be guarded; nothing was sent", op))
 		return token{}, nil, false
 	}
-	if d := dialects.Of(db); d.Engine == dialects.TiDB {
-		// Measured (tests/fence TestI16FencedWriteRace): 8 writers with
-		// successive fences on TiDB, and not one stale write was reported,
-		// where every other database refuses 90-170 of 320. TiDB retries a
-		// conflicting pessimistic UPDATE and reports the discarded attempt's
-		// outcome, so a write the guard stopped can look applied. Until that
-		// is proven otherwise, a fenced write is refused there.
-		db.AddError(&dialects.UnsupportedError{Dialect: d.String(), Feature: "fenced write",
-			Reason: "a stale write stopped by the fence is not reported as such on TiDB; use the fence with PostgreSQL, MySQL, MariaDB or SQLite"})
+	if err := dialects.Of(db).Require(dialects.FencedWrite); err != nil {
+		db.AddError(err)
 		return token{}, nil, false
 	}
 	f := fieldOf(stmt.Schema)

@@ -84,7 +84,11 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 		}
 		held = n == 1
 	case dialects.Postgres, dialects.MySQL, dialects.MariaDB:
-		st := renderOne(s.d, s.quoted, guardHeld+" "+s.d.LockSQL(dialects.ForShare))
+		lock := s.d.LockSQL(dialects.ForShare)
+		if !s.d.Supports(dialects.ForShare) {
+			lock = s.d.LockSQL(dialects.ForUpdate) // TiDB, which refuses shared locks
+		}
+		st := renderOne(s.d, s.quoted, guardHeld+" "+lock)
 		rows, err := pool.QueryContext(ctx, st.SQL, st.bind(v)...)
 		if err != nil {
 			return s.wrap("guard", err)

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -152,9 +151,11 @@ func (s stmt) bind(v values) []any {
 }
 
 // statements are a store's statements; insert is MySQL's second acquire
-// statement, for a name the first found no row to take for.
+// statement, for a name the first found no row to take for. tidb, set on
+// TiDB only, are the statements of its transactions (see tidb.go).
 type statements struct {
 	acquire, insert, release, refresh stmt
+	tidb                              *tidbStatements
 }
 
 // render renders the statements for a database and a quoted table.
@@ -182,12 +183,22 @@ func render(d dialects.Dialect, table string) (statements, error) {
 	if ins != "" {
 		st.insert = renderOne(d, table, ins)
 	}
+	if d.Engine == dialects.TiDB {
+		st.release = renderOne(d, table, plainRelease)
+		st.refresh = renderOne(d, table, plainRefresh)
+		st.tidb = &tidbStatements{
+			read: renderOne(d, table, tidbRead), take: renderOne(d, table, tidbTake),
+			renew: renderOne(d, table, tidbRenew), insert: renderOne(d, table, tidbInsert),
+			fence: renderOne(d, table, tidbFence), held: renderOne(d, table, tidbHeld),
+		}
+	}
 	return st, nil
 }
 
-// renderOne expands a template. PostgreSQL and SQL Server number their
-// parameters and reuse a number for the same value; the others bind each
-// occurrence.
+// renderOne expands a template, with each database's placeholders
+// (dialects.BindVar): where numbered placeholders can be reused for the
+// same value (dialects.ReusesBindVars) they are, and elsewhere each
+// occurrence is bound.
 func renderOne(d dialects.Dialect, table, tmpl string) stmt {
 	tmpl = strings.ReplaceAll(tmpl, "{exp}", expiresTmpl)
 	var b strings.Builder
@@ -222,32 +233,17 @@ func renderOne(d dialects.Dialect, table, tmpl string) stmt {
 		default:
 			panic("sqlstore: unknown template token " + tok)
 		}
-		var ph string
-		switch d.Kind {
-		case dialects.Postgres, dialects.SQLServer:
-			n, ok := numbered[a]
-			if !ok {
-				st.args = append(st.args, a)
-				n = len(st.args)
-				numbered[a] = n
-			}
-			if d.Kind == dialects.Postgres {
-				ph = "$" + strconv.Itoa(n)
-				if a == argTTL {
-					// Typed, or PostgreSQL infers integer from "= 0".
-					ph = "CAST(" + ph + " AS BIGINT)"
-				}
-			} else {
-				ph = "@p" + strconv.Itoa(n)
-			}
-		case dialects.Oracle:
+		n, ok := numbered[a]
+		if !ok || !d.ReusesBindVars() {
 			st.args = append(st.args, a)
-			ph = ":" + strconv.Itoa(len(st.args))
-		default:
-			st.args = append(st.args, a)
-			ph = "?"
+			n = len(st.args)
+			numbered[a] = n
 		}
-		b.WriteString(ph)
+		if a == argTTL {
+			b.WriteString(d.BigintBindVar(n))
+		} else {
+			b.WriteString(d.BindVar(n))
+		}
 	}
 	st.SQL = b.String()
 	return st

@@ -262,6 +262,9 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 // acquire runs the acquire statement once; fence stays 0 when the lease is
 // held.
 func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
+	if s.stmts.tidb != nil {
+		return s.tidbAcquire(ctx, v, fence)
+	}
 	st := s.stmts.acquire
 	switch s.d.Kind {
 	case dialects.MySQL, dialects.MariaDB:
@@ -327,6 +330,11 @@ func (s *Store) update(ctx context.Context, op string, st stmt, name, owner stri
 	defer cancel()
 	var n int64
 	err = s.retry(ctx, func() error {
+		if s.stmts.tidb != nil {
+			var err error
+			n, err = s.tidbUpdate(ctx, st, v)
+			return err
+		}
 		res, err := s.exec(ctx, st.SQL, st.bind(v))
 		if err != nil {
 			return err

@@ -86,7 +86,8 @@ func kill(t testing.TB, tg *testdb.Target, id int64) {
 }
 
 // holder returns the session id that holds name according to the database,
-// 0 when nobody holds it. SQL Server tells only whether it is held (-1).
+// 0 when nobody holds it. SQL Server and TiDB tell only whether it is held
+// (-1).
 func holder(t testing.TB, tg *testdb.Target, name string) int64 {
 	t.Helper()
 	var id sql.NullInt64
@@ -97,6 +98,9 @@ func holder(t testing.TB, tg *testdb.Target, name string) int64 {
 		err = tg.Plain.Raw(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
 			AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1`, k>>32, k&0xffffffff).Scan(&id).Error
 	case dialects.MySQL, dialects.MariaDB:
+		if tg.Dialect.Engine == dialects.TiDB {
+			return tidbHolder(t, tg, name)
+		}
 		err = tg.Plain.Raw("SELECT IS_USED_LOCK(?)", name).Scan(&id).Error
 	case dialects.SQLServer:
 		var free int
@@ -116,7 +120,8 @@ func holder(t testing.TB, tg *testdb.Target, name string) int64 {
 // such state, the statement advisory sends to wait (advisory/tidb.go).
 func userLockWait(tg *testdb.Target) string {
 	if tg.Dialect.Engine == dialects.TiDB {
-		return "COMMAND = 'Query' AND INFO LIKE 'SET @lockplugin_got = GET_LOCK(%'"
+		// A prepared statement shows as Execute there.
+		return "COMMAND IN ('Query', 'Execute') AND INFO LIKE 'SELECT GET_LOCK(ANY_VALUE(?), ANY_VALUE(?))%'"
 	}
 	return "STATE = 'User lock'"
 }

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/lockplugin/lockplugin"
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
@@ -29,10 +32,24 @@ func TestI16FencedWriteRace(t *testing.T) {
 			return
 		}
 		tg.Reset(t, &account{})
-		for _, fenced := range []bool{false, true} {
+		// A pause long enough to reorder the writes: TiDB's writes take
+		// milliseconds, and queue on the row in the order they were sent.
+		pause := time.Millisecond
+		if tg.Dialect.Engine == dialects.TiDB {
+			pause = 10 * time.Millisecond
+		}
+		// Fenced writes both inside GORM's default transaction and as
+		// autocommit statements (SkipDefaultTransaction), which TiDB
+		// retries after a write conflict.
+		for _, mode := range []string{"unfenced", "fenced", "fenced, autocommit"} {
+			fenced := mode != "unfenced"
+			db := tg.DB
+			if mode == "fenced, autocommit" {
+				db = tg.DB.Session(&gorm.Session{SkipDefaultTransaction: true})
+			}
 			noErr(t, tg.DB.Exec("DELETE FROM i16_accounts").Error)
 			noErr(t, tg.DB.Create(&account{ID: 1}).Error)
-			var next, maxOK, refused, decreases atomic.Int64
+			var next, maxOK, refused, decreases, unreported atomic.Int64
 			stop := make(chan struct{})
 			var obs sync.WaitGroup
 			obs.Add(1)
@@ -64,10 +81,15 @@ func TestI16FencedWriteRace(t *testing.T) {
 					<-start
 					for range each {
 						f := next.Add(1)
-						time.Sleep(time.Duration(rand.N(1000)) * time.Microsecond) // a pause
+						time.Sleep(rand.N(pause)) // a pause
+						// A write sent after a greater fence's write was
+						// reported done must meet it and be refused: one
+						// reported done instead is a stale write that went
+						// unreported (or a report that lied).
+						seen := maxOK.Load()
 						var err error
 						if fenced {
-							err = tg.DB.WithContext(lockplugin.WithFence(ctx, token(f))).Model(&account{ID: 1}).Update("balance", f).Error
+							err = db.WithContext(lockplugin.WithFence(ctx, token(f))).Model(&account{ID: 1}).Update("balance", f).Error
 						} else {
 							err = tg.DB.Model(&account{ID: 1}).Updates(map[string]any{"balance": f, "fence": f}).Error
 						}
@@ -78,6 +100,9 @@ func TestI16FencedWriteRace(t *testing.T) {
 							errs <- err
 							return
 						default:
+							if seen > f {
+								unreported.Add(1)
+							}
 							for {
 								m := maxOK.Load()
 								if f <= m || maxOK.CompareAndSwap(m, f) {
@@ -98,12 +123,13 @@ func TestI16FencedWriteRace(t *testing.T) {
 			}
 			var final account
 			noErr(t, tg.DB.First(&final, 1).Error)
-			t.Logf("%s fenced=%v: %d writes, %d refused as stale, fence went down %d times while observed, final fence %d (greatest written %d)",
-				tg.Name, fenced, workers*each, refused.Load(), decreases.Load(), final.Fence, maxOK.Load())
+			t.Logf("%s %s: %d writes, %d refused as stale, %d stale reported done, fence went down %d times while observed, final fence %d (greatest written %d)",
+				tg.Name, mode, workers*each, refused.Load(), unreported.Load(), decreases.Load(), final.Fence, maxOK.Load())
 			if fenced {
 				want(t, decreases.Load() == 0, "the fence went down %d times", decreases.Load())
 				want(t, int64(final.Fence) == maxOK.Load() && final.Balance == maxOK.Load(), "final %+v, greatest written %d", final, maxOK.Load())
 				want(t, refused.Load() > 0, "no write was stale: the race did not happen")
+				want(t, unreported.Load() == 0, "%d stale writes were reported done", unreported.Load())
 			} else {
 				want(t, decreases.Load() > 0 || int64(final.Fence) != int64(workers*each), "the unfenced baseline must go down")
 			}

@@ -1,0 +1,51 @@
+package sqlstore
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
+
+// TestTiDBStatements pins the statements of TiDB's transactions, and that
+// none of them reads the insert id: release and refresh are the plain
+// UPDATEs, sent only after the held row was locked.
+func TestTiDBStatements(t *testing.T) {
+	d := dialects.New("mysql", "8.0.11-TiDB-v8.4.0")
+	if d.Engine != dialects.TiDB {
+		t.Fatalf("engine %v, want TiDB", d.Engine)
+	}
+	st, err := render(d, "`lock_leases`")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.tidb == nil {
+		t.Fatal("no TiDB statements")
+	}
+	now := d.NowMillisSQL()
+	exp := "CASE WHEN ? = 0 THEN 0 ELSE " + now + " + ? END"
+	for _, c := range []struct {
+		name string
+		got  stmt
+		sql  string
+		args []arg
+	}{
+		{"read", st.tidb.read, "SELECT fence, CASE WHEN owner = ? THEN 1 ELSE 0 END, CASE WHEN expires_at = 0 OR expires_at > " + now + " THEN 1 ELSE 0 END FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argOwner, argName}},
+		{"take", st.tidb.take, "UPDATE `lock_leases` SET owner = ?, expires_at = " + exp + ", fence = fence + 1 WHERE lock_name = ?", []arg{argOwner, argTTL, argTTL, argName}},
+		{"renew", st.tidb.renew, "UPDATE `lock_leases` SET expires_at = " + exp + " WHERE lock_name = ?", []arg{argTTL, argTTL, argName}},
+		{"insert", st.tidb.insert, "INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, " + exp + ", 1)", []arg{argName, argOwner, argTTL, argTTL}},
+		{"fence", st.tidb.fence, "SELECT fence FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argName}},
+		{"held", st.tidb.held, "SELECT 1 FROM `lock_leases` WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ") FOR UPDATE", []arg{argName, argOwner}},
+		{"release", st.release, "UPDATE `lock_leases` SET expires_at = -1 WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ")", []arg{argName, argOwner}},
+	} {
+		if c.got.SQL != c.sql {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, c.got.SQL, c.sql)
+		}
+		if !reflect.DeepEqual(c.got.args, c.args) {
+			t.Errorf("%s: args %v, want %v", c.name, c.got.args, c.args)
+		}
+	}
+	if mysql := mustRender(t, "mysql"); mysql.tidb != nil {
+		t.Error("MySQL got TiDB's statements")
+	}
+}
