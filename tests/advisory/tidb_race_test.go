@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -27,7 +28,7 @@ func TestTiDBMutualExclusion(t *testing.T) {
 	tg := testdb.Get(t, testdb.TiDB)
 	if !tg.Dialect.Supports(dialects.AdvisoryLock) {
 		err := advisory.With(context.Background(), tg.DB, lockName(t), notRun(t))
-		if !errors.Is(err, advisory.ErrUnsupported) {
+		if !errors.Is(err, lockplugin.ErrUnsupported) {
 			t.Fatalf("err = %v, want ErrUnsupported", err)
 		}
 		t.Logf("refused on %s, as documented", tg.Name)
@@ -60,9 +61,9 @@ func TestTiDBMutualExclusion(t *testing.T) {
 					var opts []advisory.Option
 					switch {
 					case i%5 == 1:
-						opts = append(opts, advisory.Timeout(0))
+						opts = append(opts, advisory.WaitAtMost(0))
 					case i%5 == 3:
-						opts = append(opts, advisory.Timeout(2*time.Second))
+						opts = append(opts, advisory.WaitAtMost(2*time.Second))
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 					err := advisory.With(ctx, tg.DB, name, section, opts...)
