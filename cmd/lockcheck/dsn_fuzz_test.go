@@ -47,10 +47,10 @@ var dsnForms = []struct {
 	{"sqlserver URL password", always, func(s string) string {
 		return "sqlserver://sa@127.0.0.1:1433?database=test&Password=" + url.QueryEscape(s)
 	}},
-	{"sqlserver ADO", noSemicolon, func(s string) string {
+	{"sqlserver ADO", adoValue, func(s string) string {
 		return "server=127.0.0.1;user id=sa;password=" + s + ";database=test"
 	}},
-	{"sqlserver ADO pwd", noSemicolon, func(s string) string {
+	{"sqlserver ADO pwd", adoValue, func(s string) string {
 		return "Data Source=127.0.0.1,1433;UID=sa;PWD=" + s
 	}},
 	{"sqlserver ODBC braced", always, func(s string) string {
@@ -60,8 +60,12 @@ var dsnForms = []struct {
 
 func always(string) bool { return true }
 
-// noSemicolon: go-mssqldb's ADO form has no quoting, so a ';' always ends a value.
-func noSemicolon(s string) bool { return !strings.Contains(s, ";") }
+// adoValue: go-mssqldb's ADO form has no quoting, so a ';' always ends a
+// value, and the driver trims white space around a value (strings.TrimSpace
+// in msdsn), so a secret with some reads back as another one: the form
+// cannot carry it (found by the fuzzer in CI: the secret "   \f" is the
+// empty password there).
+func adoValue(s string) bool { return !strings.Contains(s, ";") && s == strings.TrimSpace(s) }
 
 func pgEscape(s string) string {
 	var b strings.Builder

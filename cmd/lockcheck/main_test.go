@@ -272,6 +272,26 @@ func TestLockcheckMySQL(t *testing.T) {
 	}
 }
 
+// TestLockcheckTiDB: every guarantee on TiDB, the MySQL look-alike (issue
+// 14): what TiDB cannot do is "not supported here" with its reason, the
+// rest lose nothing, and lockcheck exits 0.
+func TestLockcheckTiDB(t *testing.T) {
+	t.Parallel()
+	tg := testdb.Get(t, testdb.TiDB)
+	rep := lockcheckOn(t, "-dsn", "mysql://"+tg.DSN)
+	checkReport(t, rep, tg.Dialect, withoutRedis())
+	if tg.Dialect.Engine != dialects.TiDB || rep.Dialect != tg.Dialect.String() {
+		t.Errorf("dialect %q (engine %v), want TiDB's %q", rep.Dialect, tg.Dialect.Engine, tg.Dialect)
+	}
+	unsupported := 0
+	for _, o := range rep.Scenarios {
+		if o.Unsupported != "" {
+			unsupported++
+		}
+	}
+	t.Logf("TiDB: %d of %d scenarios refused before any SQL", unsupported, len(rep.Scenarios))
+}
+
 func TestLockcheckRedis(t *testing.T) {
 	t.Parallel()
 	rep := lockcheckOn(t, "-redis", testdb.RedisAddr(t), "-only", "unprotected,lease-redis")
