@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
 	"github.com/lockplugin/lockplugin/advisory"
-	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/servers"
 	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/testdb"
 	"github.com/lockplugin/lockplugin/holds"
 	"github.com/lockplugin/lockplugin/lease"
@@ -234,70 +229,4 @@ func TestWhoSQLServer(t *testing.T) {
 	if r := find(rows, "advisory", name); r == nil || r.Source != srcDmTranLocks || !strings.HasPrefix(r.Holder, "session ") {
 		t.Fatalf("rows %+v (%s), want %s from sys.dm_tran_locks", rows, stderr, name)
 	}
-}
-
-// TestWhoPerfSchema: on a MariaDB of the test's own with performance_schema
-// instrumenting metadata locks, every GET_LOCK lock held by another session
-// is listed without -name, from metadata_locks, with the connection id
-// IS_USED_LOCK gives; on the shared MariaDB (performance_schema off) who
-// falls back to IS_USED_LOCK for -name locks, and says so.
-func TestWhoPerfSchema(t *testing.T) {
-	srv := servers.StartMariaDB(t, "--performance-schema=ON", "--performance-schema-instrument=wait/lock/metadata/sql/mdl=ON")
-	holder, err := gorm.Open(testdb.Dialector(testdb.MySQL, srv.DSN), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs, _ := holder.DB()
-	defer hs.Close()
-	ctx := context.Background()
-	a, err := advisory.Acquire(ctx, holder, "i17-ps-one")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Release(ctx)
-	raw, err := sql.Open("mysql", srv.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	conn, err := raw.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var got, id int64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK('i17-ps-two', 0), CONNECTION_ID()").Scan(&got, &id); err != nil || got != 1 {
-		t.Fatalf("GET_LOCK: %d, %v", got, err)
-	}
-	rows, stderr := whoFull(t, "-dsn", "mysql://"+srv.DSN, "-lease-table", "i17_ps_none", "-holds-table", "i17_ps_none")
-	t.Logf("who: %+v; %s", rows, stderr)
-	one, two := find(rows, "advisory", "i17-ps-one"), find(rows, "advisory", "i17-ps-two")
-	if one == nil || two == nil || one.Source != srcPerfSchema || !strings.HasPrefix(two.Holder, fmt.Sprintf("connection %d ", id)) {
-		t.Fatalf("rows %+v, want both locks from metadata_locks, i17-ps-two on connection %d", rows, id)
-	}
-	if !strings.Contains(stderr, "advisory locks read from "+srcPerfSchema) {
-		t.Fatalf("stderr %q does not say where the locks were read", stderr)
-	}
-
-	tg := testdb.Get(t, testdb.MySQL)
-	sh := testdb.Open(t, testdb.MySQL, nil)
-	b, err := advisory.Acquire(ctx, sh.DB, "i17-ps-shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release(ctx)
-	rows, stderr = whoFull(t, "-dsn", "mysql://"+tg.DSN, "-lease-table", "i17_ps_none", "-holds-table", "i17_ps_none", "-name", "i17-ps-shared")
-	if !perfSchemaOn(t, tg.SQL) {
-		if r := find(rows, "advisory", "i17-ps-shared"); r == nil || r.Source != srcIsUsedLock || !strings.Contains(stderr, srcIsUsedLock+" (performance_schema off") {
-			t.Fatalf("fallback: rows %+v, stderr %q", rows, stderr)
-		}
-	}
-}
-
-func perfSchemaOn(t *testing.T, db *sql.DB) bool {
-	var n int
-	if err := db.QueryRow("SELECT @@performance_schema").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n == 1
 }
