@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 	"github.com/lockplugin/lockplugin/internal/version"
 )
 
@@ -22,12 +23,7 @@ import (
 // statement is left as the guard found it.
 func checkWrite(db *gorm.DB) {
 	stmt := db.Statement
-	c, ok := stmt.Clauses[stateKey]
-	if !ok {
-		return
-	}
-	delete(stmt.Clauses, stateKey)
-	st, _ := c.Expression.(*state)
+	st, _ := stmtstate.Take(stmt, stateKey).(*state)
 	if st == nil {
 		return
 	}
@@ -70,30 +66,12 @@ func checkWrite(db *gorm.DB) {
 // removeCond takes the guard's condition out of the statement's WHERE and
 // returns the remaining conditions, without the version guard's.
 func removeCond(stmt *gorm.Statement) []clause.Expression {
-	c, ok := stmt.Clauses["WHERE"]
-	if !ok {
-		return nil
-	}
-	w, ok := c.Expression.(clause.Where)
-	if !ok {
-		return nil
-	}
-	kept := make([]clause.Expression, 0, len(w.Exprs))
+	kept := stmtstate.DropWhere(stmt, func(e clause.Expression) bool { _, is := e.(cond); return is })
 	var mine []clause.Expression
-	for _, e := range w.Exprs {
-		if _, is := e.(cond); is {
-			continue
-		}
-		kept = append(kept, e)
+	for _, e := range kept {
 		if !version.IsCondition(e) {
 			mine = append(mine, e)
 		}
-	}
-	if len(kept) == 0 {
-		delete(stmt.Clauses, "WHERE")
-	} else {
-		c.Expression = clause.Where{Exprs: kept}
-		stmt.Clauses["WHERE"] = c
 	}
 	return mine
 }

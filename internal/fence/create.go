@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
 // guardCreate runs before gorm:create: a fenced INSERT writes the fence
@@ -34,7 +35,7 @@ func guardCreate(db *gorm.DB) {
 			oc.Where.Exprs = append(oc.Where.Exprs, cond{col: f.DBName, fence: tok.fence})
 			c.Expression = oc
 			stmt.Clauses["ON CONFLICT"] = c
-			stmt.Clauses[stateKey] = clause.Clause{Expression: &state{op: "upsert", tok: tok, field: f, keyed: keyedRows(stmt)}}
+			stmtstate.Put(stmt, stateKey, &state{op: "upsert", tok: tok, field: f, keyed: keyedRows(stmt)})
 		default:
 			db.AddError(fmt.Errorf("%w: lockplugin: a fenced upsert of %s on %s cannot be guarded (ON DUPLICATE KEY UPDATE has no WHERE); use Create, and Updates for existing rows; nothing was sent",
 				dialects.ErrUnsupported, stmt.Schema.Name, dialects.Of(db)))
@@ -75,12 +76,7 @@ func setValues(stmt *gorm.Statement, f *schema.Field, fence int64) {
 // it was given skipped a row under a greater fence.
 func checkCreate(db *gorm.DB) {
 	stmt := db.Statement
-	c, ok := stmt.Clauses[stateKey]
-	if !ok {
-		return
-	}
-	delete(stmt.Clauses, stateKey)
-	st, _ := c.Expression.(*state)
+	st, _ := stmtstate.Take(stmt, stateKey).(*state)
 	if st == nil || db.Error != nil || db.DryRun || st.keyed == 0 || db.RowsAffected >= int64(st.keyed) {
 		return
 	}

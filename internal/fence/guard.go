@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
 // stateKey holds the guard's state in Statement.Clauses between the guard
@@ -104,7 +105,7 @@ func guardUpdate(db *gorm.DB) {
 	st.keyed = keyedRows(stmt)
 	stmt.AddClause(clause.Set(withFence(set, f, tok.fence)))
 	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond{col: f.DBName, fence: tok.fence}}})
-	stmt.Clauses[stateKey] = clause.Clause{Expression: st}
+	stmtstate.Put(stmt, stateKey, st)
 }
 
 // guardDelete runs after the version guard, just before gorm:delete, and
@@ -121,7 +122,7 @@ func guardDelete(db *gorm.DB) {
 		return
 	}
 	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond{col: f.DBName, fence: tok.fence}}})
-	stmt.Clauses[stateKey] = clause.Clause{Expression: &state{op: "delete", tok: tok, field: f, keyed: keyed}}
+	stmtstate.Put(stmt, stateKey, &state{op: "delete", tok: tok, field: f, keyed: keyed})
 }
 
 // withFence returns set with its assignment to the fence column replaced

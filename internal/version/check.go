@@ -3,6 +3,8 @@ package version
 import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
 // check runs just after gorm:update and gorm:delete. A guarded statement
@@ -12,12 +14,7 @@ import (
 // left as the guard found it, so that a reused statement starts clean.
 func check(db *gorm.DB) {
 	stmt := db.Statement
-	c, ok := stmt.Clauses[stateKey]
-	if !ok {
-		return
-	}
-	delete(stmt.Clauses, stateKey)
-	st, _ := c.Expression.(*state)
+	st, _ := stmtstate.Take(stmt, stateKey).(*state)
 	if st == nil {
 		return
 	}
@@ -48,26 +45,7 @@ func check(db *gorm.DB) {
 }
 
 func removeCond(stmt *gorm.Statement) {
-	c, ok := stmt.Clauses["WHERE"]
-	if !ok {
-		return
-	}
-	w, ok := c.Expression.(clause.Where)
-	if !ok {
-		return
-	}
-	exprs := make([]clause.Expression, 0, len(w.Exprs))
-	for _, e := range w.Exprs {
-		if _, mine := e.(versionCond); !mine {
-			exprs = append(exprs, e)
-		}
-	}
-	if len(exprs) == 0 {
-		delete(stmt.Clauses, "WHERE")
-		return
-	}
-	c.Expression = clause.Where{Exprs: exprs}
-	stmt.Clauses["WHERE"] = c
+	stmtstate.DropWhere(stmt, func(e clause.Expression) bool { _, mine := e.(versionCond); return mine })
 }
 
 // want is how many rows a guarded statement must match: every row it

@@ -4,6 +4,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
 // loadedModel returns the rows of the statement's Model when the value
@@ -63,7 +65,7 @@ func (g *guard) guardDelete(db *gorm.DB) {
 			beginBatch(db, st)
 		}
 	}
-	stmt.Clauses[stateKey] = clause.Clause{Expression: st}
+	stmtstate.Put(stmt, stateKey, st)
 }
 
 // softDeleteBump wraps the SET clause builder. A soft delete builds its
@@ -73,12 +75,10 @@ func (g *guard) guardDelete(db *gorm.DB) {
 func softDeleteBump(prev clause.ClauseBuilder) clause.ClauseBuilder {
 	return func(c clause.Clause, b clause.Builder) {
 		if stmt, ok := b.(*gorm.Statement); ok {
-			if sc, ok := stmt.Clauses[stateKey]; ok {
-				if st, ok := sc.Expression.(*state); ok && st.op == opDelete {
-					if set, ok := c.Expression.(clause.Set); ok {
-						c.Expression = clause.Set(withBump(set, st.field))
-						st.bumped = true
-					}
+			if st, _ := stmtstate.Peek(stmt, stateKey).(*state); st != nil && st.op == opDelete {
+				if set, ok := c.Expression.(clause.Set); ok {
+					c.Expression = clause.Set(withBump(set, st.field))
+					st.bumped = true
 				}
 			}
 		}

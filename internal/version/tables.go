@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
 // tables remembers, for one *gorm.DB, the tables it has seen a versioned
@@ -104,5 +106,5 @@ func (g *guard) guardTable(db *gorm.DB) {
 		}
 	}
 	stmt.AddClause(clause.Set(append(set[:len(set):len(set)], bumpColumn(col))))
-	stmt.Clauses[stateKey] = clause.Clause{Expression: st}
+	stmtstate.Put(stmt, stateKey, st)
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/lockplugin/lockplugin/dialects"
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
 // bump is "version = table.version + 1".
@@ -143,7 +145,7 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 			beginBatch(db, st)
 		}
 	}
-	stmt.Clauses[stateKey] = clause.Clause{Expression: st}
+	stmtstate.Put(stmt, stateKey, st)
 }
 
 // supplied makes a version the caller put in the values of the update a
