@@ -370,17 +370,13 @@ func (s *LocalStore) checkArgs(ctx context.Context, name, owner string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if ctx == nil {
-		return errors.New("lease: nil context")
+	// An ended ctx is reported before a bad name or owner, as it always
+	// was here; ttl is ignored, so it is not checked.
+	if ctx != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if name == "" {
-		return errors.New("lease: empty lock name")
-	}
-	if owner == "" {
-		return errors.New("lease: empty owner")
+	if err := CheckCall(ctx, name, owner, 0); err != nil {
+		return fmt.Errorf("lease: %w", err)
 	}
 	return nil
 }

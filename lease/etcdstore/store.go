@@ -393,19 +393,14 @@ func (s *Store) WaitFree(ctx context.Context, name string) error {
 	return ctx.Err()
 }
 
+// check refuses a Store that cannot be used, the arguments lease.CheckCall
+// refuses, and an ended ctx.
 func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	switch {
-	case ctx == nil:
-		return errors.New("etcdstore: nil context")
-	case name == "":
-		return errors.New("etcdstore: empty lock name")
-	case owner == "":
-		return errors.New("etcdstore: empty owner")
-	case ttl < 0:
-		return fmt.Errorf("etcdstore: negative TTL %v", ttl)
+	if err := lease.CheckCall(ctx, name, owner, ttl); err != nil {
+		return fmt.Errorf("etcdstore: %w", err)
 	}
 	return ctx.Err()
 }

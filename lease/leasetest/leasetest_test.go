@@ -136,10 +136,7 @@ func TestRunWithIgnoresTTL(t *testing.T) {
 // TestChecksCatchBrokenStores shows that every check can fail: each broken
 // store fails the check aimed at its fault.
 func TestChecksCatchBrokenStores(t *testing.T) {
-	byName := map[string]check{}
-	for _, c := range checks(config{restart: func(*testing.T) {}}, &optMem{}) {
-		byName[c.name] = c
-	}
+	byName := checksByName(config{restart: func(*testing.T) {}})
 	cases := []struct {
 		check string
 		fault func(*memStore)
@@ -157,30 +154,55 @@ func TestChecksCatchBrokenStores(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.check+"/"+tc.want, func(t *testing.T) {
-			c, ok := byName[tc.check]
-			if !ok {
-				t.Fatalf("no check %q", tc.check)
-			}
 			s := newMem()
 			tc.fault(s)
-			cfg := config{prefix: "leasetest-self", ttl: 100 * time.Millisecond, races: 20, racers: 8, expiryLimit: 300 * time.Millisecond}
+			cfg := selfTestConfig()
 			// A restart that loses the fence counters with the leases.
 			cfg.restart = func(*testing.T) {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				s.leases, s.fences = map[string]memLease{}, map[string]int64{}
 			}
-			e := &env{A: s, B: s, cfg: cfg, test: c.name, t: t, newStore: func(*testing.T) lease.Store { return s }}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			err := c.run(ctx, e)
-			if err == nil {
-				t.Fatalf("check %s passed on a store with the fault; it cannot fail", tc.check)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("check %s failed for another reason: %v", tc.check, err)
-			}
-			t.Logf("caught: %v", err)
+			mustCatch(t, byName, tc.check, s, cfg, 10*time.Second, tc.want)
 		})
 	}
+}
+
+// checksByName indexes the suite's checks (with the optional ones, which
+// checks adds for a store like optMem) by name, for the self-tests that
+// run one check on a broken store.
+func checksByName(cfg config) map[string]check {
+	byName := map[string]check{}
+	for _, c := range checks(cfg, &optMem{}) {
+		byName[c.name] = c
+	}
+	return byName
+}
+
+// selfTestConfig is the config a self-test runs one check with: short
+// TTLs and few races, so that a broken store is caught quickly.
+func selfTestConfig() config {
+	return config{prefix: "leasetest-self", ttl: 100 * time.Millisecond, races: 20, racers: 8, expiryLimit: 300 * time.Millisecond}
+}
+
+// mustCatch runs the check named name of byName on s (as both A and B)
+// with cfg, within timeout, and fails t unless the check fails with an
+// error containing want: the check can fail, and for the fault aimed at.
+func mustCatch(t *testing.T, byName map[string]check, name string, s lease.Store, cfg config, timeout time.Duration, want string) {
+	t.Helper()
+	c, ok := byName[name]
+	if !ok {
+		t.Fatalf("no check %q", name)
+	}
+	e := &env{A: s, B: s, cfg: cfg, test: c.name, t: t, newStore: func(*testing.T) lease.Store { return s }}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := c.run(ctx, e)
+	if err == nil {
+		t.Fatalf("check %s passed on a store with the fault; it cannot fail", name)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("check %s failed for another reason: %v", name, err)
+	}
+	t.Logf("caught: %v", err)
 }

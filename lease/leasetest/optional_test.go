@@ -2,7 +2,6 @@ package leasetest
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,10 +76,7 @@ func TestRunPassesOnACorrectOptionalStore(t *testing.T) {
 // TestOptionalChecksCatchBrokenStores: each broken optional method fails
 // the check aimed at it.
 func TestOptionalChecksCatchBrokenStores(t *testing.T) {
-	byName := map[string]check{}
-	for _, c := range checks(config{}, &optMem{}) {
-		byName[c.name] = c
-	}
+	byName := checksByName(config{})
 	cases := []struct {
 		check string
 		fault func(*optMem)
@@ -93,24 +89,9 @@ func TestOptionalChecksCatchBrokenStores(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.check+"/"+tc.want, func(t *testing.T) {
-			c, ok := byName[tc.check]
-			if !ok {
-				t.Fatalf("no check %q", tc.check)
-			}
 			s := &optMem{memStore: newMem()}
 			tc.fault(s)
-			cfg := config{prefix: "leasetest-self", ttl: 100 * time.Millisecond, races: 20, racers: 8, expiryLimit: 300 * time.Millisecond}
-			e := &env{A: s, B: s, cfg: cfg, test: c.name, t: t, newStore: func(*testing.T) lease.Store { return s }}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			err := c.run(ctx, e)
-			if err == nil {
-				t.Fatalf("check %s passed on a store with the fault; it cannot fail", tc.check)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("check %s failed for another reason: %v", tc.check, err)
-			}
-			t.Logf("caught: %v", err)
+			mustCatch(t, byName, tc.check, s, selfTestConfig(), 20*time.Second, tc.want)
 		})
 	}
 }

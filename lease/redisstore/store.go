@@ -253,19 +253,14 @@ func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Durati
 	return n == 1, nil
 }
 
+// check refuses a Store that cannot be used, the arguments lease.CheckCall
+// refuses, and an ended ctx.
 func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	switch {
-	case ctx == nil:
-		return errors.New("redisstore: nil context")
-	case name == "":
-		return errors.New("redisstore: empty lock name")
-	case owner == "":
-		return errors.New("redisstore: empty owner")
-	case ttl < 0:
-		return fmt.Errorf("redisstore: negative TTL %v", ttl)
+	if err := lease.CheckCall(ctx, name, owner, ttl); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
 	}
 	return ctx.Err()
 }

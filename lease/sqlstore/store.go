@@ -382,15 +382,13 @@ func (s *Store) values(ctx context.Context, name, owner string, ttl time.Duratio
 	if err := s.usable(); err != nil {
 		return values{}, err
 	}
-	switch {
-	case ctx == nil:
-		return values{}, errors.New("sqlstore: nil context")
-	case name == "":
-		return values{}, errors.New("sqlstore: empty lock name")
-	case owner == "" || len(owner) > 64 || !plainKey(owner):
+	// lease.CheckCall's checks, with the owner column's stricter rule in
+	// place of its empty-owner check (third, after ctx and name).
+	if ctx != nil && name != "" && (owner == "" || len(owner) > 64 || !plainKey(owner)) {
 		return values{}, fmt.Errorf("sqlstore: owner must be 1 to 64 printable ASCII characters, got %q", owner)
-	case ttl < 0:
-		return values{}, fmt.Errorf("sqlstore: negative TTL %v", ttl)
+	}
+	if err := lease.CheckCall(ctx, name, owner, ttl); err != nil {
+		return values{}, fmt.Errorf("sqlstore: %w", err)
 	}
 	return values{name: key(name), owner: owner, ttl: millis(ttl)}, nil
 }

@@ -18,49 +18,15 @@ import (
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
-// The edge cases of issue 12. Tables start with i12_.
-const (
-	edgeSeats = "i12_seats"
-	edgeHolds = "i12_holds"
-)
-
-var inEdge = holds.Table(edgeHolds)
-
-type edgeSeat struct {
-	ID       uint
-	Capacity int
-}
-
-func (edgeSeat) TableName() string   { return edgeSeats }
-func (s edgeSeat) HoldCapacity() int { return s.Capacity }
-
-func edgeSetup(t *testing.T, tg *testdb.Target) {
-	t.Helper()
-	tg.Reset(t, &edgeSeat{})
-	require.NoError(t, tg.DB.Migrator().DropTable(edgeHolds))
-	require.NoError(t, holds.Migrate(tg.DB, inEdge))
-}
-
-func edgeSeatOf(t *testing.T, db *gorm.DB, capacity int) *edgeSeat {
-	t.Helper()
-	s := &edgeSeat{Capacity: capacity}
-	require.NoError(t, db.Create(s).Error)
-	return s
-}
-
-func edgeRows(t *testing.T, db *gorm.DB, s *edgeSeat) int64 {
-	t.Helper()
-	var n int64
-	require.NoError(t, db.Table(edgeHolds).Where("resource_id = ?", fmt.Sprint(s.ID)).Count(&n).Error)
-	return n
-}
+// The edge cases of issue 12, on the package's seats and holds tables
+// (helpers_test.go); the migration test's own tables start with i12_.
 
 // "alice" and "alice " are two holders everywhere: each gets a hold of its
 // own, and releasing one leaves the other's slot taken. The server's own
 // comparison shows first why this needs care (MariaDB's utf8mb4_bin pads).
 func TestHoldersCompareExactly(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
-		edgeSetup(t, tg)
+		setup(t, tg)
 		ctx := context.Background()
 		var padded int
 		q := "SELECT CASE WHEN CAST('alice' AS CHAR CHARACTER SET utf8mb4) COLLATE utf8mb4_bin = 'alice ' THEN 1 ELSE 0 END"
@@ -71,23 +37,23 @@ func TestHoldersCompareExactly(t *testing.T) {
 		pairs := [][2]string{{"alice", "alice "}, {"bob", "bob  "}, {"carol", "Carol"}, {"dave\t", "dave"}}
 		distinct := 0
 		for _, p := range pairs {
-			s := edgeSeatOf(t, tg.DB, 5)
-			a, err := holds.Acquire(ctx, tg.DB, s, p[0], inEdge)
+			s := newSeat(t, tg.DB, 5)
+			a, err := holds.Acquire(ctx, tg.DB, s, p[0], inTable)
 			require.NoError(t, err)
-			b, err := holds.Acquire(ctx, tg.DB, s, p[1], inEdge)
+			b, err := holds.Acquire(ctx, tg.DB, s, p[1], inTable)
 			require.NoError(t, err)
 			require.NotNil(t, a)
 			require.NotNil(t, b)
 			require.NotEqualf(t, a.ID, b.ID, "%q was handed %q's hold", p[1], p[0])
 			require.Equal(t, p[1], b.Holder)
-			mine, err := holds.ActiveFor(ctx, tg.DB, s, p[1], inEdge)
+			mine, err := holds.ActiveFor(ctx, tg.DB, s, p[1], inTable)
 			require.NoError(t, err)
 			require.Equalf(t, b.ID, mine.ID, "ActiveFor(%q)", p[1])
 			require.NoError(t, holds.Release(ctx, tg.DB, b))
-			still, err := holds.ActiveFor(ctx, tg.DB, s, p[0], inEdge)
+			still, err := holds.ActiveFor(ctx, tg.DB, s, p[0], inTable)
 			require.NoError(t, err)
 			require.NotNilf(t, still, "releasing %q freed %q's slot", p[1], p[0])
-			n, err := holds.Available(ctx, tg.DB, s, inEdge)
+			n, err := holds.Available(ctx, tg.DB, s, inTable)
 			require.NoError(t, err)
 			require.Equal(t, 4, n)
 			distinct++
@@ -105,7 +71,7 @@ func TestCallerSnapshotOwnHold(t *testing.T) {
 		if tg.Is(dialects.SQLite) {
 			t.Skip("SQLite: the caller's transaction holds the writer lock (_txlock=immediate); nobody commits in between")
 		}
-		edgeSetup(t, tg)
+		setup(t, tg)
 		ctx := context.Background()
 		level := sql.LevelRepeatableRead
 		if tg.Is(dialects.Postgres) {
@@ -114,16 +80,16 @@ func TestCallerSnapshotOwnHold(t *testing.T) {
 		const rounds = 5
 		got := 0
 		for i := 0; i < rounds; i++ {
-			s, other := edgeSeatOf(t, tg.DB, 100), edgeSeatOf(t, tg.DB, 1)
+			s, other := newSeat(t, tg.DB, 100), newSeat(t, tg.DB, 1)
 			tx := tg.DB.Begin(&sql.TxOptions{Isolation: level})
 			require.NoError(t, tx.Error)
-			require.NoError(t, tx.First(&edgeSeat{}, other.ID).Error) // fixes the snapshot
-			theirs, err := holds.Acquire(ctx, tg.DB, s, "alice", inEdge)
+			require.NoError(t, tx.First(&seat{}, other.ID).Error) // fixes the snapshot
+			theirs, err := holds.Acquire(ctx, tg.DB, s, "alice", inTable)
 			require.NoError(t, err)
 			require.NotNil(t, theirs)
 			var seen int64
-			require.NoError(t, tx.Table(edgeHolds).Where("id = ?", theirs.ID).Count(&seen).Error)
-			mine, err := holds.Acquire(ctx, tx, s, "alice", inEdge)
+			require.NoError(t, tx.Table(holdsTable).Where("id = ?", theirs.ID).Count(&seen).Error)
+			mine, err := holds.Acquire(ctx, tx, s, "alice", inTable)
 			require.NoError(t, tx.Commit().Error)
 			require.NoError(t, err)
 			require.NotNilf(t, mine, "%s round %d: alice's own hold came back as 'full' (snapshot saw it: %d)", tg.Name, i, seen)
@@ -144,30 +110,30 @@ func TestCallerSnapshotOwnHold(t *testing.T) {
 // no hold is written after the lock comes free.
 func TestCancelledDBContextStops(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
-		edgeSetup(t, tg)
+		setup(t, tg)
 		bg := context.Background()
-		s := edgeSeatOf(t, tg.DB, 3)
+		s := newSeat(t, tg.DB, 3)
 		rctx, cancel := context.WithCancel(bg)
 		cancel()
 		req := tg.DB.WithContext(rctx)
 		stopped := 0
-		h, err := holds.Acquire(bg, req, s, "u:1", inEdge)
+		h, err := holds.Acquire(bg, req, s, "u:1", inTable)
 		require.ErrorIs(t, err, context.Canceled)
 		require.Nil(t, h)
 		stopped++
-		_, err = holds.Available(bg, req, s, inEdge)
+		_, err = holds.Available(bg, req, s, inTable)
 		require.ErrorIs(t, err, context.Canceled)
 		stopped++
-		_, err = holds.ActiveFor(bg, req, s, "u:1", inEdge)
+		_, err = holds.ActiveFor(bg, req, s, "u:1", inTable)
 		require.ErrorIs(t, err, context.Canceled)
 		stopped++
-		require.Zero(t, edgeRows(t, tg.DB, s), "a hold was written under a cancelled context")
-		mine, err := holds.Acquire(bg, tg.DB, s, "u:2", inEdge)
+		require.Zero(t, holdRows(t, tg.DB, s), "a hold was written under a cancelled context")
+		mine, err := holds.Acquire(bg, tg.DB, s, "u:2", inTable)
 		require.NoError(t, err)
 		require.ErrorIs(t, holds.Release(bg, req, mine), context.Canceled)
 		require.ErrorIs(t, holds.Extend(bg, req, mine, time.Minute), context.Canceled)
 		stopped += 2
-		got, err := holds.ActiveFor(bg, tg.DB, s, "u:2", inEdge)
+		got, err := holds.ActiveFor(bg, tg.DB, s, "u:2", inTable)
 		require.NoError(t, err)
 		require.Truef(t, got != nil && got.ReleasedAt == nil && got.ExpiresAt == nil, "the hold changed under a cancelled context: %+v", got)
 		t.Logf("%s: %d calls stopped by an ended db context before any statement", tg.Name, stopped)
@@ -178,11 +144,11 @@ func TestCancelledDBContextStops(t *testing.T) {
 		// Ended while waiting: a transaction holds the seat's row lock.
 		blocker := tg.Plain.Begin()
 		require.NoError(t, blocker.Error)
-		require.NoError(t, blocker.Exec("SELECT id FROM "+edgeSeats+" WHERE id = ? FOR UPDATE", s.ID).Error)
+		require.NoError(t, blocker.Exec("SELECT id FROM "+seatsTable+" WHERE id = ? FOR UPDATE", s.ID).Error)
 		rctx, cancel = context.WithCancel(bg)
 		done := make(chan error, 1)
 		go func() {
-			_, err := holds.Acquire(bg, tg.DB.WithContext(rctx), s, "u:3", inEdge)
+			_, err := holds.Acquire(bg, tg.DB.WithContext(rctx), s, "u:3", inTable)
 			done <- err
 		}()
 		time.Sleep(100 * time.Millisecond) // let it queue on the row lock
@@ -198,7 +164,7 @@ func TestCancelledDBContextStops(t *testing.T) {
 		require.NotContains(t, err.Error(), "already been committed or rolled back")
 		time.Sleep(50 * time.Millisecond)
 		var n int64
-		require.NoError(t, tg.DB.Table(edgeHolds).Where("holder = ?", "u:3").Count(&n).Error)
+		require.NoError(t, tg.DB.Table(holdsTable).Where("holder = ?", "u:3").Count(&n).Error)
 		require.Zero(t, n, "a hold was written after the db context ended")
 		t.Logf("%s: a wait on the row lock ended by the db context: %v", tg.Name, err)
 	})
@@ -211,15 +177,15 @@ func TestExpiredContextIsTheError(t *testing.T) {
 		if tg.Is(dialects.SQLite) {
 			t.Skip("SQLite's busy wait does not watch the context")
 		}
-		edgeSetup(t, tg)
-		s := edgeSeatOf(t, tg.DB, 1)
+		setup(t, tg)
+		s := newSeat(t, tg.DB, 1)
 		blocker := tg.Plain.Begin()
 		require.NoError(t, blocker.Error)
 		defer blocker.Rollback()
-		require.NoError(t, blocker.Exec("SELECT id FROM "+edgeSeats+" WHERE id = ? FOR UPDATE", s.ID).Error)
+		require.NoError(t, blocker.Exec("SELECT id FROM "+seatsTable+" WHERE id = ? FOR UPDATE", s.ID).Error)
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
-		_, err := holds.Acquire(ctx, tg.DB, s, "u:1", inEdge)
+		_, err := holds.Acquire(ctx, tg.DB, s, "u:1", inTable)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.NotContains(t, err.Error(), "already been committed or rolled back")
 		t.Logf("%s: %v", tg.Name, err)
@@ -230,17 +196,17 @@ func TestExpiredContextIsTheError(t *testing.T) {
 // never replaced by the model's own table.
 func TestTableExpressionRefused(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
-		edgeSetup(t, tg)
-		s := edgeSeatOf(t, tg.DB, 5)
+		setup(t, tg)
+		s := newSeat(t, tg.DB, 5)
 		refused := 0
-		for _, bad := range []string{"x; DROP TABLE " + edgeSeats, edgeSeats + " s", "(SELECT 1) AS t"} {
-			h, err := holds.Acquire(context.Background(), tg.DB.Table(bad), s, "u:1", inEdge)
+		for _, bad := range []string{"x; DROP TABLE " + seatsTable, seatsTable + " s", "(SELECT 1) AS t"} {
+			h, err := holds.Acquire(context.Background(), tg.DB.Table(bad), s, "u:1", inTable)
 			require.ErrorIsf(t, err, holds.ErrInvalid, "db.Table(%q)", bad)
 			require.Nil(t, h)
 			refused++
 		}
-		require.Zero(t, edgeRows(t, tg.DB, s), "a hold was taken on the model's table")
-		require.True(t, tg.DB.Migrator().HasTable(edgeSeats))
+		require.Zero(t, holdRows(t, tg.DB, s), "a hold was taken on the model's table")
+		require.True(t, tg.DB.Migrator().HasTable(seatsTable))
 		t.Logf("%s: %d table expressions refused", tg.Name, refused)
 	})
 }
@@ -286,21 +252,21 @@ func TestConcurrentMigrate(t *testing.T) {
 // not prepare SAVEPOINT).
 func TestPreparedStatementMode(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
-		edgeSetup(t, tg)
+		setup(t, tg)
 		db := tg.DB.Session(&gorm.Session{PrepareStmt: true})
 		ctx := context.Background()
-		s := edgeSeatOf(t, tg.DB, 1)
-		h, err := holds.Acquire(ctx, db, s, "p:1", inEdge)
+		s := newSeat(t, tg.DB, 1)
+		h, err := holds.Acquire(ctx, db, s, "p:1", inTable)
 		require.NoError(t, err)
 		require.NotNil(t, h)
 		require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
-			again, err := holds.Acquire(ctx, tx, s, "p:1", inEdge)
+			again, err := holds.Acquire(ctx, tx, s, "p:1", inTable)
 			if err == nil && (again == nil || again.ID != h.ID) {
 				err = fmt.Errorf("the holder's own hold came back as %+v", again)
 			}
 			if err == nil {
 				var full *holds.Hold
-				if full, err = holds.Acquire(ctx, tx, s, "p:2", inEdge); !errors.Is(err, holds.ErrFull) || full != nil {
+				if full, err = holds.Acquire(ctx, tx, s, "p:2", inTable); !errors.Is(err, holds.ErrFull) || full != nil {
 					err = fmt.Errorf("a second hold on a seat of one: %+v, %v; want nil, ErrFull", full, err)
 				} else {
 					err = nil
@@ -317,14 +283,14 @@ func TestPreparedStatementMode(t *testing.T) {
 // another connection committed after the transaction's snapshot.
 func TestExtendInCallerSnapshot(t *testing.T) {
 	tg := testdb.Get(t, testdb.MySQL)
-	edgeSetup(t, tg)
+	setup(t, tg)
 	ctx := context.Background()
-	s, other := edgeSeatOf(t, tg.DB, 3), edgeSeatOf(t, tg.DB, 1)
+	s, other := newSeat(t, tg.DB, 3), newSeat(t, tg.DB, 1)
 	tx := tg.DB.Begin(&sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	require.NoError(t, tx.Error)
 	defer tx.Rollback()
-	require.NoError(t, tx.First(&edgeSeat{}, other.ID).Error)
-	h, err := holds.Acquire(ctx, tg.DB, s, "late", inEdge, holds.TTL(time.Minute))
+	require.NoError(t, tx.First(&seat{}, other.ID).Error)
+	h, err := holds.Acquire(ctx, tg.DB, s, "late", inTable, holds.TTL(time.Minute))
 	require.NoError(t, err)
 	require.NoError(t, holds.Extend(ctx, tx, h, time.Hour))
 	require.NoError(t, tx.Commit().Error)
@@ -336,18 +302,18 @@ func TestExtendInCallerSnapshot(t *testing.T) {
 // elsewhere (ErrLost, for a copy of the hold), not "not found".
 func TestReleaseInCallerSnapshot(t *testing.T) {
 	tg := testdb.Get(t, testdb.MySQL)
-	edgeSetup(t, tg)
+	setup(t, tg)
 	ctx := context.Background()
-	s, other := edgeSeatOf(t, tg.DB, 3), edgeSeatOf(t, tg.DB, 1)
+	s, other := newSeat(t, tg.DB, 3), newSeat(t, tg.DB, 1)
 	tx := tg.DB.Begin(&sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	require.NoError(t, tx.Error)
 	defer tx.Rollback()
-	require.NoError(t, tx.First(&edgeSeat{}, other.ID).Error)
-	h, err := holds.Acquire(ctx, tg.DB, s, "late", inEdge)
+	require.NoError(t, tx.First(&seat{}, other.ID).Error)
+	h, err := holds.Acquire(ctx, tg.DB, s, "late", inTable)
 	require.NoError(t, err)
 	require.NoError(t, holds.Release(ctx, tg.DB, h))
 	copyOf := &holds.Hold{ID: h.ID}
-	require.ErrorIs(t, holds.Release(ctx, tx, copyOf, inEdge), holds.ErrLost)
+	require.ErrorIs(t, holds.Release(ctx, tx, copyOf, inTable), holds.ErrLost)
 	require.NoError(t, holds.Release(ctx, tx, h), "this handle's second release")
 	require.NoError(t, tx.Commit().Error)
 }

@@ -2,7 +2,6 @@ package holds_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +65,7 @@ func TestHoldsWithDBResolverEmptyReplica(t *testing.T) {
 	for _, kind := range []string{testdb.Postgres, testdb.MySQL} {
 		t.Run(kind, func(t *testing.T) {
 			tg := testdb.Get(t, kind)
-			edgeSetup(t, tg)
+			setup(t, tg)
 			createReplica(t, tg)
 			for _, order := range []string{"lockplugin first", "dbresolver first"} {
 				t.Run(order, func(t *testing.T) {
@@ -95,43 +94,36 @@ func TestHoldsWithDBResolverEmptyReplica(t *testing.T) {
 					})
 					// The resolver is live: a plain read goes to the empty replica.
 					var n int64
-					require.Errorf(t, db.Raw("SELECT count(*) FROM "+edgeHolds).Scan(&n).Error, "a plain read found %s: reads do not go to the empty replica, the test cannot fail", edgeHolds)
-					require.NoError(t, holds.Migrate(db, inEdge), "Migrate")
+					require.Errorf(t, db.Raw("SELECT count(*) FROM "+holdsTable).Scan(&n).Error, "a plain read found %s: reads do not go to the empty replica, the test cannot fail", holdsTable)
+					require.NoError(t, holds.Migrate(db, inTable), "Migrate")
 
 					ctx := context.Background()
-					s := edgeSeatOf(t, tg.DB, 2)
-					h, err := holds.Acquire(ctx, db, s, "alice", inEdge)
+					s := newSeat(t, tg.DB, 2)
+					h, err := holds.Acquire(ctx, db, s, "alice", inTable)
 					require.NoError(t, err, "Acquire")
 					require.NotNil(t, h)
-					again, err := holds.Acquire(ctx, db, s, "alice", inEdge)
+					again, err := holds.Acquire(ctx, db, s, "alice", inTable)
 					require.NoError(t, err, "Acquire again")
 					require.Equal(t, h.ID, again.ID)
-					free, err := holds.Available(ctx, db, s, inEdge)
+					free, err := holds.Available(ctx, db, s, inTable)
 					require.NoError(t, err, "Available")
 					require.Equal(t, 1, free)
-					full, err := holds.IsFull(ctx, db, s, inEdge)
+					full, err := holds.IsFull(ctx, db, s, inTable)
 					require.NoError(t, err, "IsFull")
 					require.False(t, full)
-					mine, err := holds.ActiveFor(ctx, db, s, "alice", inEdge)
+					mine, err := holds.ActiveFor(ctx, db, s, "alice", inTable)
 					require.NoError(t, err, "ActiveFor")
 					require.NotNil(t, mine)
 					require.NoError(t, holds.Extend(ctx, db, h, time.Minute), "Extend")
 					require.NoError(t, holds.Release(ctx, db, h), "Release")
 					require.NotNil(t, h.ReleasedAt)
-					free, err = holds.Available(ctx, db, s, inEdge)
+					free, err = holds.Available(ctx, db, s, inTable)
 					require.NoError(t, err)
 					require.Equal(t, 2, free, "Available after Release")
-					require.Equal(t, int64(0), activeEdge(t, tg.DB, s), "the source still has the hold")
+					require.Equal(t, int64(0), activeRows(t, tg.DB, s), "the source still has the hold")
 					t.Logf("%s, %s: 7 operations, all on the source", tg.Name, order)
 				})
 			}
 		})
 	}
-}
-
-func activeEdge(t *testing.T, db *gorm.DB, s *edgeSeat) int64 {
-	t.Helper()
-	var n int64
-	require.NoError(t, db.Table(edgeHolds).Where("resource_id = ? AND released_at IS NULL", fmt.Sprint(s.ID)).Count(&n).Error)
-	return n
 }
