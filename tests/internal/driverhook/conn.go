@@ -19,11 +19,11 @@ func (c *wrappedConn) QueryContext(ctx context.Context, q string, args []driver.
 		query = func(q string) (driver.Rows, error) { return qc.QueryContext(ctx, q, args) }
 	//lint:ignore SA1019 forwarded for drivers that have only the old interface
 	case driver.Queryer:
+		vals, err := values(args)
+		if err != nil {
+			return nil, err
+		}
 		query = func(q string) (driver.Rows, error) {
-			vals, err := values(args)
-			if err != nil {
-				return nil, err
-			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -50,11 +50,11 @@ func (c *wrappedConn) ExecContext(ctx context.Context, q string, args []driver.N
 		exec = func(q string) (driver.Result, error) { return ec.ExecContext(ctx, q, args) }
 	//lint:ignore SA1019 forwarded for drivers that have only the old interface
 	case driver.Execer:
+		vals, err := values(args)
+		if err != nil {
+			return nil, err
+		}
 		exec = func(q string) (driver.Result, error) {
-			vals, err := values(args)
-			if err != nil {
-				return nil, err
-			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

@@ -16,36 +16,46 @@ type wrappedStmt struct {
 }
 
 func (s *wrappedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	exec := func() (driver.Result, error) { return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args) }
+	if _, ok := s.Stmt.(driver.StmtExecContext); !ok {
+		vals, err := values(args)
+		if err != nil {
+			return nil, err
+		}
+		exec = func() (driver.Result, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			//lint:ignore SA1019 the fallback for statements without ExecContext
+			return s.Stmt.Exec(vals)
+		}
+	}
 	if err := s.conn.h.before(ctx, s.q, args); err != nil {
 		return nil, err
 	}
-	var res driver.Result
-	var err error
-	if ec, ok := s.Stmt.(driver.StmtExecContext); ok {
-		res, err = ec.ExecContext(ctx, args)
-	} else if vals, verr := values(args); verr != nil {
-		return nil, verr
-	} else if err = ctx.Err(); err == nil {
-		//lint:ignore SA1019 the fallback for statements without ExecContext
-		res, err = s.Stmt.Exec(vals)
-	}
+	res, err := exec()
 	return afterResult(ctx, s.conn.h, s.q, res, err)
 }
 
 func (s *wrappedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	query := func() (driver.Rows, error) { return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args) }
+	if _, ok := s.Stmt.(driver.StmtQueryContext); !ok {
+		vals, err := values(args)
+		if err != nil {
+			return nil, err
+		}
+		query = func() (driver.Rows, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			//lint:ignore SA1019 the fallback for statements without QueryContext
+			return s.Stmt.Query(vals)
+		}
+	}
 	if err := s.conn.h.before(ctx, s.q, args); err != nil {
 		return nil, err
 	}
-	var rows driver.Rows
-	var err error
-	if qc, ok := s.Stmt.(driver.StmtQueryContext); ok {
-		rows, err = qc.QueryContext(ctx, args)
-	} else if vals, verr := values(args); verr != nil {
-		return nil, verr
-	} else if err = ctx.Err(); err == nil {
-		//lint:ignore SA1019 the fallback for statements without QueryContext
-		rows, err = s.Stmt.Query(vals)
-	}
+	rows, err := query()
 	return afterRows(ctx, s.conn.h, s.q, rows, err)
 }
 
