@@ -117,7 +117,7 @@ func hooked(t testing.TB, tg *testdb.Target) (*gorm.DB, *hooks) {
 		inner, err = mysqldriver.NewConnector(cfg)
 		require.NoError(t, err)
 	case testdb.SQLite:
-		inner = driverhook.WrapDriver(tg.SQL.Driver(), tg.DSN, driverhook.Hooks{})
+		inner = driverhook.DSNConnector(tg.SQL.Driver(), tg.DSN)
 	default:
 		t.Skipf("no hooked pool for %s", tg.Name)
 	}

@@ -11,10 +11,10 @@ func Wrap(inner driver.Connector, h Hooks) driver.Connector {
 	return &connector{inner: inner, h: &h}
 }
 
-// WrapDriver returns a connector that opens its connections with
-// d.Open(dsn), for drivers known only by their driver.Driver, and runs h.
-func WrapDriver(d driver.Driver, dsn string, h Hooks) driver.Connector {
-	return Wrap(dsnConnector{drv: d, dsn: dsn}, h)
+// DSNConnector is a connector that opens its connections with
+// d.Open(dsn), for drivers known only by their driver.Driver; Wrap it.
+func DSNConnector(d driver.Driver, dsn string) driver.Connector {
+	return dsnConnector{drv: d, dsn: dsn}
 }
 
 type connector struct {

@@ -87,7 +87,7 @@ func TestHooksOnOldDriver(t *testing.T) {
 	var seen []string
 	see := func(s string) { mu.Lock(); defer mu.Unlock(); seen = append(seen, s) }
 	refuse := errors.New("refused after the query")
-	db := sql.OpenDB(WrapDriver(d, "", Hooks{
+	db := sql.OpenDB(Wrap(DSNConnector(d, ""), Hooks{
 		Rewrite: func(q string) string { return strings.ReplaceAll(q, "old", "new") },
 		BeforeStatement: func(_ context.Context, q string, args []driver.NamedValue) error {
 			see("before " + q)
