@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/tests/internal/driverhook"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
@@ -168,8 +169,16 @@ func countingDB(b *testing.B, tg *testdb.Target) (*sql.DB, *atomic.Int64, *gorm.
 			b.Fatal(err)
 		}
 	}
+	// The wrapper counts the statements its connections execute: queries and
+	// execs, direct or through a prepared statement, not the prepares
+	// themselves nor the driver's own pings and resets.
 	counter := new(atomic.Int64)
-	pool := sql.OpenDB(&countingConnector{inner: inner, n: counter})
+	pool := sql.OpenDB(driverhook.Wrap(inner, driverhook.Hooks{
+		AfterStatement: func(_ context.Context, _ string, err error) error {
+			counter.Add(1)
+			return err
+		},
+	}))
 	b.Cleanup(func() { _ = pool.Close() })
 	var dialector gorm.Dialector
 	if tg.Kind() == testdb.Postgres {
@@ -182,135 +191,4 @@ func countingDB(b *testing.B, tg *testdb.Target) (*sql.DB, *atomic.Int64, *gorm.
 		b.Fatal(err)
 	}
 	return pool, counter, db
-}
-
-// countingConnector counts the statements its connections execute:
-// queries and execs, direct or through a prepared statement, not the
-// prepares themselves nor the driver's own pings and resets.
-type countingConnector struct {
-	inner driver.Connector
-	n     *atomic.Int64
-}
-
-func (c *countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: conn, n: c.n}, nil
-}
-
-func (c *countingConnector) Driver() driver.Driver { return c.inner.Driver() }
-
-type countingConn struct {
-	driver.Conn
-	n *atomic.Int64
-}
-
-func (c *countingConn) count(err error) {
-	if !errors.Is(err, driver.ErrSkip) {
-		c.n.Add(1)
-	}
-}
-
-func (c *countingConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	qc, ok := c.Conn.(driver.QueryerContext)
-	if !ok {
-		return nil, driver.ErrSkip
-	}
-	rows, err := qc.QueryContext(ctx, q, args)
-	c.count(err)
-	return rows, err
-}
-
-func (c *countingConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	ec, ok := c.Conn.(driver.ExecerContext)
-	if !ok {
-		return nil, driver.ErrSkip
-	}
-	res, err := ec.ExecContext(ctx, q, args)
-	c.count(err)
-	return res, err
-}
-
-func (c *countingConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	var st driver.Stmt
-	var err error
-	if pc, ok := c.Conn.(driver.ConnPrepareContext); ok {
-		st, err = pc.PrepareContext(ctx, q)
-	} else {
-		st, err = c.Conn.Prepare(q)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &countingStmt{Stmt: st, conn: c}, nil
-}
-
-func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if bc, ok := c.Conn.(driver.ConnBeginTx); ok {
-		return bc.BeginTx(ctx, opts)
-	}
-	//lint:ignore SA1019 the fallback for drivers without BeginTx
-	return c.Conn.Begin()
-}
-
-func (c *countingConn) Ping(ctx context.Context) error {
-	if p, ok := c.Conn.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
-}
-
-func (c *countingConn) CheckNamedValue(v *driver.NamedValue) error {
-	if nc, ok := c.Conn.(driver.NamedValueChecker); ok {
-		return nc.CheckNamedValue(v)
-	}
-	return driver.ErrSkip
-}
-
-func (c *countingConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.Conn.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *countingConn) IsValid() bool {
-	if v, ok := c.Conn.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-type countingStmt struct {
-	driver.Stmt
-	conn *countingConn
-}
-
-func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	ec, ok := s.Stmt.(driver.StmtExecContext)
-	if !ok {
-		return nil, errors.New("counting driver: statement without ExecContext")
-	}
-	res, err := ec.ExecContext(ctx, args)
-	s.conn.count(err)
-	return res, err
-}
-
-func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	qc, ok := s.Stmt.(driver.StmtQueryContext)
-	if !ok {
-		return nil, errors.New("counting driver: statement without QueryContext")
-	}
-	rows, err := qc.QueryContext(ctx, args)
-	s.conn.count(err)
-	return rows, err
-}
-
-func (s *countingStmt) CheckNamedValue(v *driver.NamedValue) error {
-	if nc, ok := s.Stmt.(driver.NamedValueChecker); ok {
-		return nc.CheckNamedValue(v)
-	}
-	return s.conn.CheckNamedValue(v)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
+	"github.com/lockplugin/lockplugin/tests/internal/driverhook"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
@@ -76,6 +76,25 @@ func (h *hooks) roundTrips() int64 {
 	return h.statements.Load() + h.prepares.Load() + h.begins.Load() + h.commits.Load() + h.rollbacks.Load()
 }
 
+// driverHooks runs h where the statements reach the driver: rewrite before
+// a statement is sent or prepared, after once it succeeded, and the counts.
+func (h *hooks) driverHooks() driverhook.Hooks {
+	return driverhook.Hooks{
+		Rewrite: h.text,
+		AfterStatement: func(_ context.Context, q string, err error) error {
+			h.statements.Add(1)
+			if err != nil {
+				return err
+			}
+			return h.done(q)
+		},
+		OnPrepare:  func(string) { h.prepares.Add(1) },
+		OnBegin:    func() { h.begins.Add(1) },
+		OnCommit:   func() { h.commits.Add(1) },
+		OnRollback: func() { h.rollbacks.Add(1) },
+	}
+}
+
 func (h *hooks) reset() {
 	for _, c := range []*atomic.Int64{&h.statements, &h.prepares, &h.begins, &h.commits, &h.rollbacks} {
 		c.Store(0)
@@ -98,12 +117,12 @@ func hooked(t testing.TB, tg *testdb.Target) (*gorm.DB, *hooks) {
 		inner, err = mysqldriver.NewConnector(cfg)
 		require.NoError(t, err)
 	case testdb.SQLite:
-		inner = dsnConnector{drv: tg.SQL.Driver(), dsn: tg.DSN}
+		inner = driverhook.DSNConnector(tg.SQL.Driver(), tg.DSN)
 	default:
 		t.Skipf("no hooked pool for %s", tg.Name)
 	}
 	h := &hooks{}
-	pool := sql.OpenDB(&hookConnector{inner: inner, h: h})
+	pool := sql.OpenDB(driverhook.Wrap(inner, h.driverHooks()))
 	pool.SetMaxOpenConns(32)
 	t.Cleanup(func() { _ = pool.Close() })
 	var d gorm.Dialector
@@ -119,191 +138,6 @@ func hooked(t testing.TB, tg *testdb.Target) (*gorm.DB, *hooks) {
 	require.NoError(t, err)
 	require.NoError(t, db.Use(lockplugin.New()))
 	return db, h
-}
-
-type dsnConnector struct {
-	drv driver.Driver
-	dsn string
-}
-
-func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
-func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
-
-type hookConnector struct {
-	inner driver.Connector
-	h     *hooks
-}
-
-func (c *hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &hookConn{Conn: conn, h: c.h}, nil
-}
-
-func (c *hookConnector) Driver() driver.Driver { return c.inner.Driver() }
-
-type hookConn struct {
-	driver.Conn
-	h *hooks
-}
-
-func (c *hookConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	qc, ok := c.Conn.(driver.QueryerContext)
-	if !ok {
-		return nil, driver.ErrSkip
-	}
-	q = c.h.text(q)
-	rows, err := qc.QueryContext(ctx, q, args)
-	if errors.Is(err, driver.ErrSkip) {
-		return nil, err
-	}
-	c.h.statements.Add(1)
-	return afterRows(c.h, q, rows, err)
-}
-
-func (c *hookConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	ec, ok := c.Conn.(driver.ExecerContext)
-	if !ok {
-		return nil, driver.ErrSkip
-	}
-	q = c.h.text(q)
-	res, err := ec.ExecContext(ctx, q, args)
-	if errors.Is(err, driver.ErrSkip) {
-		return nil, err
-	}
-	c.h.statements.Add(1)
-	if err == nil {
-		if herr := c.h.done(q); herr != nil {
-			return nil, herr
-		}
-	}
-	return res, err
-}
-
-func afterRows(h *hooks, q string, rows driver.Rows, err error) (driver.Rows, error) {
-	if err != nil {
-		return rows, err
-	}
-	if herr := h.done(q); herr != nil {
-		_ = rows.Close()
-		return nil, herr
-	}
-	return rows, nil
-}
-
-func (c *hookConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	q = c.h.text(q)
-	var st driver.Stmt
-	var err error
-	if pc, ok := c.Conn.(driver.ConnPrepareContext); ok {
-		st, err = pc.PrepareContext(ctx, q)
-	} else {
-		st, err = c.Conn.Prepare(q)
-	}
-	if err != nil {
-		return nil, err
-	}
-	c.h.prepares.Add(1)
-	return &hookStmt{Stmt: st, conn: c, q: q}, nil
-}
-
-func (c *hookConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	var tx driver.Tx
-	var err error
-	if bc, ok := c.Conn.(driver.ConnBeginTx); ok {
-		tx, err = bc.BeginTx(ctx, opts)
-	} else {
-		//lint:ignore SA1019 the fallback for drivers without BeginTx
-		tx, err = c.Conn.Begin()
-	}
-	if err != nil {
-		return nil, err
-	}
-	c.h.begins.Add(1)
-	return &hookTx{Tx: tx, h: c.h}, nil
-}
-
-func (c *hookConn) Ping(ctx context.Context) error {
-	if p, ok := c.Conn.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
-}
-
-func (c *hookConn) CheckNamedValue(v *driver.NamedValue) error {
-	if nc, ok := c.Conn.(driver.NamedValueChecker); ok {
-		return nc.CheckNamedValue(v)
-	}
-	return driver.ErrSkip
-}
-
-func (c *hookConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.Conn.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *hookConn) IsValid() bool {
-	if v, ok := c.Conn.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-type hookTx struct {
-	driver.Tx
-	h *hooks
-}
-
-func (t *hookTx) Commit() error {
-	t.h.commits.Add(1)
-	return t.Tx.Commit()
-}
-
-func (t *hookTx) Rollback() error {
-	t.h.rollbacks.Add(1)
-	return t.Tx.Rollback()
-}
-
-type hookStmt struct {
-	driver.Stmt
-	conn *hookConn
-	q    string
-}
-
-func (s *hookStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	ec, ok := s.Stmt.(driver.StmtExecContext)
-	if !ok {
-		return nil, errors.New("hooked driver: statement without ExecContext")
-	}
-	res, err := ec.ExecContext(ctx, args)
-	s.conn.h.statements.Add(1)
-	if err == nil {
-		if herr := s.conn.h.done(s.q); herr != nil {
-			return nil, herr
-		}
-	}
-	return res, err
-}
-
-func (s *hookStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	qc, ok := s.Stmt.(driver.StmtQueryContext)
-	if !ok {
-		return nil, errors.New("hooked driver: statement without QueryContext")
-	}
-	rows, err := qc.QueryContext(ctx, args)
-	s.conn.h.statements.Add(1)
-	return afterRows(s.conn.h, s.q, rows, err)
-}
-
-func (s *hookStmt) CheckNamedValue(v *driver.NamedValue) error {
-	if nc, ok := s.Stmt.(driver.NamedValueChecker); ok {
-		return nc.CheckNamedValue(v)
-	}
-	return s.conn.CheckNamedValue(v)
 }
 
 // isHoldInsert reports whether q writes a hold into table.

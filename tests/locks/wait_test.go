@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/tests/internal/driverhook"
 )
 
 // TestRenderWait: WaitAtMost's exact SQL where the bound is part of the
@@ -112,9 +113,10 @@ func TestOracleAggregateRefused(t *testing.T) {
 	}
 }
 
-// stmtDriver is a database/sql driver that records every statement and
-// answers the few a setting-style wait sends; any other query gets no
-// rows, or fail when it contains failOn.
+// stmtDriver is a database/sql driver that answers the few statements a
+// setting-style wait sends; any other query gets no rows, or fail when it
+// contains failOn. Its pool (stmtDB) records every statement, with its
+// arguments, and BEGIN, COMMIT and ROLLBACK, through driverhook.
 type stmtDriver struct {
 	mu     sync.Mutex
 	sent   []string
@@ -137,16 +139,28 @@ func (d *stmtDriver) statements() []string {
 	return append([]string(nil), d.sent...)
 }
 
+// recording is the connector stmtDB opens: d, recording what reaches it.
+func (d *stmtDriver) recording() driver.Connector {
+	return driverhook.Wrap(d, driverhook.Hooks{
+		BeforeStatement: func(_ context.Context, q string, args []driver.NamedValue) error {
+			d.record(q + namedArgs(args))
+			return nil
+		},
+		OnBegin:    func() { d.record("BEGIN") },
+		OnCommit:   func() { d.record("COMMIT") },
+		OnRollback: func() { d.record("ROLLBACK") },
+	})
+}
+
 type stmtConn struct{ d *stmtDriver }
 
 func (c stmtConn) Prepare(string) (driver.Stmt, error) {
 	return nil, errors.New("stmtDriver: no Prepare")
 }
 func (c stmtConn) Close() error              { return nil }
-func (c stmtConn) Begin() (driver.Tx, error) { c.d.record("BEGIN"); return stmtTx(c), nil }
+func (c stmtConn) Begin() (driver.Tx, error) { return stmtTx(c), nil }
 
 func (c stmtConn) QueryContext(_ context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	c.d.record(q + namedArgs(args))
 	switch {
 	case c.d.failOn != "" && strings.Contains(q, c.d.failOn):
 		return nil, c.d.fail
@@ -162,15 +176,14 @@ func (c stmtConn) QueryContext(_ context.Context, q string, args []driver.NamedV
 	return &stmtRows{cols: []string{"id", "state"}}, nil
 }
 
-func (c stmtConn) ExecContext(_ context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	c.d.record(q + namedArgs(args))
+func (c stmtConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
 	return driver.RowsAffected(0), nil
 }
 
 type stmtTx stmtConn
 
-func (t stmtTx) Commit() error   { t.d.record("COMMIT"); return nil }
-func (t stmtTx) Rollback() error { t.d.record("ROLLBACK"); return nil }
+func (t stmtTx) Commit() error   { return nil }
+func (t stmtTx) Rollback() error { return nil }
 
 func namedArgs(args []driver.NamedValue) string {
 	if len(args) == 0 {
@@ -204,7 +217,7 @@ func (r *stmtRows) Next(dest []driver.Value) error {
 // stmtDriver, with lockplugin registered.
 func stmtDB(t *testing.T, kind string, d *stmtDriver, opts ...lockplugin.Option) *gorm.DB {
 	t.Helper()
-	pool := sql.OpenDB(d)
+	pool := sql.OpenDB(d.recording())
 	t.Cleanup(func() { _ = pool.Close() })
 	var dl gorm.Dialector
 	switch kind {
