@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -111,15 +112,13 @@ func hooked(t testing.TB, tg *testdb.Target) (*gorm.DB, *hooks) {
 		cfg, err := pgx.ParseConfig(tg.DSN)
 		require.NoError(t, err)
 		inner = stdlib.GetConnector(*cfg)
-	case testdb.MySQL:
+	case testdb.MySQL, testdb.TiDB:
 		cfg, err := mysqldriver.ParseDSN(tg.DSN)
 		require.NoError(t, err)
 		inner, err = mysqldriver.NewConnector(cfg)
 		require.NoError(t, err)
-	case testdb.SQLite:
+	default: // SQLite, SQL Server: the driver behind tg's own pool
 		inner = driverhook.DSNConnector(tg.SQL.Driver(), tg.DSN)
-	default:
-		t.Skipf("no hooked pool for %s", tg.Name)
 	}
 	h := &hooks{}
 	pool := sql.OpenDB(driverhook.Wrap(inner, h.driverHooks()))
@@ -129,8 +128,10 @@ func hooked(t testing.TB, tg *testdb.Target) (*gorm.DB, *hooks) {
 	switch tg.Kind() {
 	case testdb.Postgres:
 		d = postgres.New(postgres.Config{Conn: pool})
-	case testdb.MySQL:
+	case testdb.MySQL, testdb.TiDB:
 		d = mysql.New(mysql.Config{Conn: pool})
+	case testdb.SQLServer:
+		d = sqlserver.New(sqlserver.Config{Conn: pool})
 	default:
 		d = &sqlite.Dialector{Conn: pool}
 	}
