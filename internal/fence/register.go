@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // Callback names, as they appear in db.Callback().
@@ -13,6 +16,7 @@ const (
 	checkName  = "lockplugin:fence_check"
 	createName = "lockplugin:fence_create"
 	rawName    = "lockplugin:fence_raw"
+	readName   = "lockplugin:fence_raw_read"
 
 	// The version callbacks the fence callbacks are ordered against: the
 	// fence guard runs after the version guard (and adds to the SET it
@@ -31,6 +35,7 @@ func Register(db *gorm.DB) error {
 	cb := db.Callback()
 	for _, need := range []struct{ kind, name string }{
 		{"update", "gorm:update"}, {"delete", "gorm:delete"}, {"create", "gorm:create"},
+		{"query", "gorm:query"}, {"row", "gorm:row"},
 	} {
 		var fn func(*gorm.DB)
 		switch need.kind {
@@ -38,6 +43,10 @@ func Register(db *gorm.DB) error {
 			fn = cb.Update().Get(need.name)
 		case "delete":
 			fn = cb.Delete().Get(need.name)
+		case "query":
+			fn = cb.Query().Get(need.name)
+		case "row":
+			fn = cb.Row().Get(need.name)
 		default:
 			fn = cb.Create().Get(need.name)
 		}
@@ -61,6 +70,17 @@ func Register(db *gorm.DB) error {
 		func() error { return cb.Create().Before("gorm:create").Register(createName, guardCreate) },
 		func() error { return cb.Create().After("gorm:create").Register(checkName, checkCreate) },
 		func() error { return cb.Raw().Before("gorm:raw").Register(rawName, refuseRaw) },
+		// db.Raw(sql) followed by Scan, Row, Rows, Find, First...: GORM
+		// sends it through the query or row callbacks, SQL already built.
+		func() error { return cb.Query().Before("gorm:query").Register(readName, refuseRawWrite) },
+		func() error { return cb.Row().Before("gorm:row").Register(readName, refuseRawWrite) },
+		func() error {
+			if db.ClauseBuilders == nil {
+				db.ClauseBuilders = map[string]clause.ClauseBuilder{}
+			}
+			db.ClauseBuilders["SET"] = softDeleteFence(db.ClauseBuilders["SET"])
+			return nil
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -74,6 +94,21 @@ func Register(db *gorm.DB) error {
 // must not pass for fenced.
 func refuseRaw(db *gorm.DB) {
 	if _, ok := tokenOf(db.Statement); ok && db.Error == nil {
-		db.AddError(errors.New("lockplugin: db.Exec under a fence cannot be guarded: write through a model with a lockplugin.Fence column, or add \"fence <= ?\" and \"fence = ?\" yourself on a context without WithFence; nothing was sent"))
+		db.AddError(fmt.Errorf("%w: db.Exec under a fence: write through a model with a lockplugin.Fence column, or add \"fence <= ?\" and \"fence = ?\" yourself on a context without WithFence; nothing was sent", ErrUnguarded))
+	}
+}
+
+// refuseRawWrite fails a db.Raw statement under a fence that may write
+// (rawWrite): it would be sent unguarded. A raw read passes.
+func refuseRawWrite(db *gorm.DB) {
+	stmt := db.Statement
+	if stmt.SQL.Len() == 0 || db.Error != nil {
+		return // GORM builds a SELECT: a read
+	}
+	if _, ok := tokenOf(stmt); !ok {
+		return
+	}
+	if kw, writes := rawWrite(stmt.SQL.String(), dialects.Of(db).Kind); writes {
+		db.AddError(fmt.Errorf("%w: db.Raw under a fence with a statement that may write (%s): write through a model with a lockplugin.Fence column, or send it on a context without WithFence with \"fence <= ?\" and \"fence = ?\" of your own; nothing was sent", ErrUnguarded, kw))
 	}
 }
