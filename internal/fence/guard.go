@@ -30,15 +30,19 @@ type state struct {
 func (*state) Build(clause.Builder) {}
 
 // cond is the guard's WHERE condition: fence <= mine. A type of its own so
-// that the check can take it out again.
+// that the check can take it out again. A NULL fence counts as 0: rows
+// written before the column was added (ALTER TABLE ... ADD fence leaves
+// them NULL) were written by no holder, and "NULL <= mine" would match
+// nothing, turning every fenced write of them into a silent no-op.
 type cond struct {
 	col   string
 	fence int64
 }
 
 func (c cond) Build(b clause.Builder) {
+	b.WriteString("COALESCE(")
 	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.col})
-	b.WriteString(" <= ")
+	b.WriteString(", 0) <= ")
 	b.AddVar(b, c.fence)
 }
 
