@@ -1,6 +1,9 @@
 package fence
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
@@ -109,6 +112,39 @@ func refuseRawWrite(db *gorm.DB) {
 		return
 	}
 	if kw, writes := rawWrite(stmt.SQL.String(), dialects.Of(db).Kind); writes {
-		db.AddError(fmt.Errorf("%w: db.Raw under a fence with a statement that may write (%s): write through a model with a lockplugin.Fence column, or send it on a context without WithFence with \"fence <= ?\" and \"fence = ?\" of your own; nothing was sent", ErrUnguarded, kw))
+		err := fmt.Errorf("%w: db.Raw under a fence with a statement that may write (%s): write through a model with a lockplugin.Fence column, or send it on a context without WithFence with \"fence <= ?\" and \"fence = ?\" of your own; nothing was sent", ErrUnguarded, kw)
+		db.AddError(err)
+		if rows, ok := db.Get("rows"); ok && rows == false {
+			// db.Row() returns the statement's *sql.Row, nil after an
+			// error: a caller's Row().Scan would panic instead of seeing
+			// the refusal. A Row that carries it instead.
+			stmt.Dest = refusedRow(err)
+		}
 	}
 }
+
+// refusals is a database/sql pool whose every connection attempt fails
+// with the error in its context: QueryRowContext on it makes a *sql.Row
+// carrying that error (database/sql has no other way to build one).
+var refusals = sql.OpenDB(refusingConnector{})
+
+type refusalKey struct{}
+
+func refusedRow(err error) *sql.Row {
+	return refusals.QueryRowContext(context.WithValue(context.Background(), refusalKey{}, err), "")
+}
+
+type refusingConnector struct{}
+
+func (refusingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	if err, ok := ctx.Value(refusalKey{}).(error); ok {
+		return nil, err
+	}
+	return nil, ErrUnguarded
+}
+
+func (refusingConnector) Driver() driver.Driver { return refusingDriver{} }
+
+type refusingDriver struct{}
+
+func (refusingDriver) Open(string) (driver.Conn, error) { return nil, ErrUnguarded }

@@ -399,3 +399,125 @@ func TestI24FencedDoors(t *testing.T) {
 		t.Logf("%s: %d fenced stale writes refused by the database's fence comparison over %d rounds", tg.Name, dbGuarded, rounds)
 	})
 }
+
+// TestI24FencedStatementKinds: every other statement a fenced context can
+// send is guarded or refused before any SQL. Raw reads pass (a locking
+// read among them); db.Exec, a writing db.Raw (through Scan, Row, Rows
+// and Find), a Table() write without a model and INSERT OR REPLACE are
+// refused with ErrUnguarded and write nothing; a Table() write with a
+// model is guarded; an upsert naming its own DO UPDATE columns writes the
+// fence too on PostgreSQL and SQLite, so that an older holder's upsert
+// after it is refused.
+func TestI24FencedStatementKinds(t *testing.T) {
+	ctx := context.Background()
+	old, cur := token(5), token(9)
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		if refusedOnTiDB(t, tg) {
+			return
+		}
+		tg.Reset(t, &doorRow{})
+		oldDB := tg.DB.WithContext(lockplugin.WithFence(ctx, old))
+		curDB := tg.DB.WithContext(lockplugin.WithFence(ctx, cur))
+		noErr(t, oldDB.Create(&doorRow{ID: 1, Balance: 10}).Error)
+		noErr(t, curDB.Create(&doorRow{ID: 2, Balance: 20}).Error)
+
+		// Reads pass.
+		var bal []int64
+		noErr(t, curDB.Raw("/* read */ SELECT balance FROM i24f_rows WHERE id = ?", 1).Scan(&bal).Error)
+		want(t, len(bal) == 1 && bal[0] == 10, "raw read: %v", bal)
+		if !tg.Is(dialects.SQLite) {
+			noErr(t, curDB.Transaction(func(tx *gorm.DB) error {
+				return tx.Raw("SELECT balance FROM i24f_rows WHERE id = ? FOR UPDATE", 1).Scan(&bal).Error
+			}))
+		}
+		rows, err := curDB.Raw("WITH r AS (SELECT id FROM i24f_rows) SELECT count(*) FROM r").Rows()
+		noErr(t, err)
+		noErr(t, rows.Close())
+
+		// Refused before any SQL.
+		refused := 0
+		for what, err := range map[string]error{
+			"Exec":              oldDB.Exec("UPDATE i24f_rows SET balance = 0 WHERE id = 2").Error,
+			"Raw Scan":          oldDB.Raw("DELETE FROM i24f_rows WHERE id = ?", 2).Scan(&bal).Error,
+			"Raw Find":          oldDB.Raw(" update i24f_rows set balance = 0 where id = ?", 2).Find(&bal).Error,
+			"Raw Row":           oldDB.Raw("INSERT INTO i24f_rows (id, balance) VALUES (3, 0)").Row().Err(),
+			"Raw, clause":       tg.DB.Clauses(lockplugin.Fenced(old)).Raw("REPLACE INTO i24f_rows (id, balance) VALUES (2, 0)").Scan(&bal).Error,
+			"Raw, statements":   oldDB.Raw("SELECT 1; DELETE FROM i24f_rows").Scan(&bal).Error,
+			"Table Update":      oldDB.Table("i24f_rows").Where("id = ?", 2).Update("balance", 0).Error,
+			"Table Create":      oldDB.Table("i24f_rows").Create(map[string]any{"id": 3, "balance": 0}).Error,
+			"INSERT OR REPLACE": oldDB.Clauses(clause.Insert{Modifier: "OR REPLACE"}).Create(&doorRow{ID: 2, Balance: 0}).Error,
+		} {
+			want(t, errors.Is(err, lockplugin.ErrUnguarded), "%s under a fence: %v, want ErrUnguarded", what, err)
+			refused++
+		}
+		if rows, err := oldDB.Raw("DELETE FROM i24f_rows WHERE id = 2").Rows(); err == nil {
+			_ = rows.Close()
+			t.Fatal("Raw Rows of a DELETE under a fence was sent")
+		} else {
+			isErr(t, err, lockplugin.ErrUnguarded)
+			refused++
+		}
+		var got doorRow
+		noErr(t, tg.DB.First(&got, 2).Error)
+		want(t, got.Balance == 20 && got.Fence == 9, "a refused statement wrote: %+v", got)
+		var n int64
+		noErr(t, tg.DB.Unscoped().Model(&doorRow{}).Count(&n).Error)
+		want(t, n == 2, "%d rows, want 2", n)
+
+		// Table() with a model is guarded.
+		isErr(t, oldDB.Table("i24f_rows").Model(&doorRow{}).Where("id = ?", 2).Update("balance", 0).Error, lockplugin.ErrStaleFence)
+
+		// An upsert naming its DO UPDATE columns writes the fence.
+		up := func(db *gorm.DB, balance int64) error {
+			return db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns([]string{"balance"})}).
+				Create(&doorRow{ID: 1, Balance: balance}).Error
+		}
+		if tg.Is(dialects.Postgres, dialects.SQLite) {
+			noErr(t, up(curDB, 11))
+			got = doorRow{}
+			noErr(t, tg.DB.First(&got, 1).Error)
+			want(t, got.Balance == 11 && got.Fence == 9, "after the successor's upsert: %+v, want fence 9", got)
+			isErr(t, up(oldDB, 12), lockplugin.ErrStaleFence)
+			got = doorRow{}
+			noErr(t, tg.DB.First(&got, 1).Error)
+			want(t, got.Balance == 11, "a stale upsert landed: %+v", got)
+		} else {
+			err := up(curDB, 11)
+			isErr(t, err, lockplugin.ErrUnsupported)
+			want(t, strings.Contains(err.Error(), "ON DUPLICATE KEY UPDATE"), "refusal on %s: %v", tg.Name, err)
+		}
+		t.Logf("%s: %d statement kinds refused before any SQL, reads passed, Table() with a model and named-column upserts guarded", tg.Name, refused)
+	})
+}
+
+// TestI24FencedUpsertSQL: the upsert a fenced context sends, or the reason
+// it is refused, per database (no server): PostgreSQL and SQLite compare
+// the fence on the update branch and write it; the MySQL family is refused
+// for its ON DUPLICATE KEY UPDATE, SQL Server and Oracle for GORM's MERGE,
+// each error naming the database.
+func TestI24FencedUpsertSQL(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range testdb.DryRunNames {
+		t.Run(name, func(t *testing.T) {
+			db := testdb.DryRun(t, name).WithContext(lockplugin.WithFence(ctx, token(7)))
+			res := db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns([]string{"balance"})}).
+				Create(&account{ID: 1, Balance: 2})
+			switch {
+			case strings.HasPrefix(name, "postgres"), strings.HasPrefix(name, "sqlite"):
+				noErr(t, res.Error)
+				sql := res.Statement.SQL.String()
+				want(t, strings.Contains(sql, "excluded") && strings.Count(sql, "fence") >= 4 && strings.Contains(sql, "COALESCE"), "upsert: %s", sql)
+				t.Logf("%s: %s", name, sql)
+			default:
+				isErr(t, res.Error, lockplugin.ErrUnsupported)
+				msg := res.Error.Error()
+				mysql := strings.HasPrefix(name, "mysql") || strings.HasPrefix(name, "mariadb")
+				want(t, mysql == strings.Contains(msg, "ON DUPLICATE KEY UPDATE"), "%s: %s", name, msg)
+				want(t, mysql != strings.Contains(msg, "MERGE"), "%s: %s", name, msg)
+				d := dialects.Of(testdb.DryRun(t, name))
+				want(t, strings.Contains(msg, d.String()), "%s: the error does not name %s: %s", name, d, msg)
+				t.Logf("%s: %s", name, msg)
+			}
+		})
+	}
+}
