@@ -521,3 +521,45 @@ func TestI24FencedUpsertSQL(t *testing.T) {
 		})
 	}
 }
+
+// softVersioned has soft delete, a version and a fence.
+type softVersioned struct {
+	ID      uint `gorm:"primaryKey"`
+	Balance int64
+	Deleted gorm.DeletedAt
+	lockplugin.Version
+	lockplugin.Fence
+}
+
+func (softVersioned) TableName() string { return "i24f_soft_versioned" }
+
+// TestI24SoftDeleteVersionAndFence: on a model with both guards, a fenced
+// soft delete bumps the version and writes the fence in its one UPDATE,
+// and an older holder's Unscoped Save of the row it loaded before is
+// refused as a stale fence.
+func TestI24SoftDeleteVersionAndFence(t *testing.T) {
+	ctx := context.Background()
+	old, cur := token(5), token(9)
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		if refusedOnTiDB(t, tg) {
+			return
+		}
+		tg.Reset(t, &softVersioned{})
+		oldDB := tg.DB.WithContext(lockplugin.WithFence(ctx, old))
+		curDB := tg.DB.WithContext(lockplugin.WithFence(ctx, cur))
+		row := softVersioned{Balance: 1}
+		noErr(t, oldDB.Create(&row).Error)
+		loaded := row
+		var mine softVersioned
+		noErr(t, tg.DB.First(&mine, row.ID).Error)
+		noErr(t, curDB.Delete(&mine).Error)
+		var got softVersioned
+		noErr(t, tg.DB.Unscoped().First(&got, row.ID).Error)
+		want(t, got.Deleted.Valid && got.Fence == 9 && got.Version == loaded.Version+1, "after the fenced soft delete: %+v (loaded %+v)", got, loaded)
+		loaded.Balance = 2
+		isErr(t, oldDB.Unscoped().Save(&loaded).Error, lockplugin.ErrStaleFence)
+		got = softVersioned{}
+		noErr(t, tg.DB.Unscoped().First(&got, row.ID).Error)
+		want(t, got.Deleted.Valid && got.Balance == 1, "a stale Save undeleted or overwrote the row: %+v", got)
+	})
+}
