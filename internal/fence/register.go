@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -125,13 +126,15 @@ func refuseRawWrite(db *gorm.DB) {
 
 // refusals is a database/sql pool whose every connection attempt fails
 // with the error in its context: QueryRowContext on it makes a *sql.Row
-// carrying that error (database/sql has no other way to build one).
-var refusals = sql.OpenDB(refusingConnector{})
+// carrying that error (database/sql has no other way to build one). Made
+// on first use: a pool starts a goroutine, which importing lockplugin
+// must not.
+var refusals = sync.OnceValue(func() *sql.DB { return sql.OpenDB(refusingConnector{}) })
 
 type refusalKey struct{}
 
 func refusedRow(err error) *sql.Row {
-	return refusals.QueryRowContext(context.WithValue(context.Background(), refusalKey{}, err), "")
+	return refusals().QueryRowContext(context.WithValue(context.Background(), refusalKey{}, err), "")
 }
 
 type refusingConnector struct{}
