@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -54,4 +55,23 @@ func TestRawWrite(t *testing.T) {
 			t.Errorf("%s %q: writes %v (%q), want %v (%q)", c.kind, c.sql, w, kw, c.writes, c.kw)
 		}
 	}
+}
+
+// FuzzRawWrite: the classifier ends on any input without panicking, and
+// a writing statement after any text free of quotes and comment starters
+// (which could hide it from the server too) is seen.
+func FuzzRawWrite(f *testing.F) {
+	for _, s := range []string{"SELECT 1", "WITH a AS (SELECT 1) SELECT * FROM a", "select 'x''y' from t", "$$", "/* x", "E'\\'", "[a", "`a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, k := range []dialects.Kind{dialects.Postgres, dialects.MariaDB, dialects.SQLite, dialects.SQLServer, dialects.Oracle} {
+			rawWrite(s, k)
+			if !strings.ContainsAny(s, "'\"`[$#-/\\") {
+				if _, w := rawWrite(s+"; UPDATE t SET a = 1", k); !w {
+					t.Fatalf("%s: %q followed by an UPDATE: not seen", k, s)
+				}
+			}
+		}
+	})
 }
