@@ -37,10 +37,20 @@ import (
 // is its Fence, a number greater than every earlier holder's, checked by
 // the database at the write. It composes with Version on the same model.
 //
+// A fenced soft delete (gorm.DeletedAt) writes the fence as well: the
+// deleted row keeps it, so an older holder's Unscoped Updates, Save or
+// Delete of it, or an upsert over it, is refused with ErrStaleFence.
+//
 // Upserts (Clauses(clause.OnConflict{...}).Create, and Save of a slice)
-// are guarded on PostgreSQL and SQLite ("DO UPDATE ... WHERE fence <= ?")
-// and refused with ErrUnsupported elsewhere, since MySQL's ON DUPLICATE
-// KEY UPDATE takes no WHERE; Save of one row is always guarded.
+// are guarded on PostgreSQL and SQLite ("DO UPDATE SET ..., fence =
+// excluded.fence WHERE fence <= ?") and refused with ErrUnsupported
+// elsewhere: MySQL's and MariaDB's ON DUPLICATE KEY UPDATE takes no WHERE,
+// and SQL Server's and Oracle's MERGE, as GORM builds it, takes no
+// condition on its update. Save of one row is always guarded. An upsert's
+// insert branch has nothing to compare: a row a later holder hard-deleted
+// is inserted again by an older holder's upsert (or Create). Where rows
+// may be re-created, delete them softly: the soft-deleted row is the
+// tombstone that keeps the deleter's fence.
 //
 // Like Version, Fence is a plain int64 with no methods a driver or
 // encoding/json would see.
@@ -69,6 +79,17 @@ var ErrStaleFence = fence.ErrStaleFence
 // fence found on the row.
 type StaleFenceError = fence.StaleFenceError
 
+// ErrUnguarded is matched by errors.Is when a fenced context (WithFence,
+// Fenced) sends a statement the fence cannot guard: db.Exec, a db.Raw
+// that may write (any statement not led by SELECT, WITH, VALUES, TABLE,
+// SHOW, EXPLAIN or DESCRIBE, and one of those containing DELETE, UPDATE
+// other than FOR UPDATE, INSERT, MERGE, REPLACE, UPSERT, INTO or
+// TRUNCATE, as a CTE that writes does), INSERT OR REPLACE, a write of a
+// model without a Fence column or of a table without a model. Nothing was
+// sent. A raw read passes; a function with side effects called from a
+// SELECT is not seen.
+var ErrUnguarded = fence.ErrUnguarded
+
 // ErrLeaseEnded is matched by errors.Is when a fenced write is made under
 // a lease whose Done channel has already closed: refused before any SQL.
 var ErrLeaseEnded = fence.ErrLeaseEnded
@@ -83,8 +104,8 @@ var ErrLeaseEnded = fence.ErrLeaseEnded
 //	})
 //
 // A fenced write of a model without a Fence column, of a table without a
-// model, or through db.Exec fails before any SQL: it is never sent
-// unguarded.
+// model, through db.Exec or a db.Raw that may write fails before any SQL
+// (ErrUnguarded): it is never sent unguarded.
 func WithFence(ctx context.Context, h FenceHolder) context.Context { return fence.WithFence(ctx, h) }
 
 // Fenced returns a clause that fences one statement by h, like WithFence:

@@ -104,7 +104,7 @@ func reread(db *gorm.DB, f *schema.Field, exprs []clause.Expression) (n, cur int
 
 // setModels writes the fence into the models the statement wrote.
 func setModels(stmt *gorm.Statement, st *state) {
-	if st.op == "delete" {
+	if st.op == "delete" && !st.soft {
 		return
 	}
 	eachRow(stmt, func(rv reflect.Value) {

@@ -3,6 +3,7 @@ package fence
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -14,35 +15,80 @@ import (
 
 // guardCreate runs before gorm:create: a fenced INSERT writes the fence
 // into every row. An upsert would overwrite an existing row unguarded, so
-// on PostgreSQL and SQLite its DO UPDATE gets "WHERE fence <= mine", and
-// elsewhere (MySQL's ON DUPLICATE KEY UPDATE has no WHERE) it is refused.
-// Save's own insert of a row its UPDATE did not find goes as a plain
-// INSERT: a row inserted meanwhile makes it fail on the key instead of
-// being overwritten.
+// on PostgreSQL and SQLite its DO UPDATE gets "WHERE fence <= mine" and
+// writes the fence, and elsewhere it is refused (upsertRefusal says why,
+// per database). An INSERT whose modifier replaces rows (SQLite's INSERT
+// OR REPLACE) deletes the row it meets unguarded: refused. Save's own
+// insert of a row its UPDATE did not find goes as a plain INSERT: a row
+// inserted meanwhile makes it fail on the key instead of being overwritten.
+//
+// An upsert's insert branch has nothing to compare: a row hard-deleted by
+// a later holder is inserted again. Soft delete keeps the row, with its
+// deleter's fence (softDeleteFence), and the upsert meets it.
 func guardCreate(db *gorm.DB) {
 	tok, f, ok := prepare(db, "create")
 	if !ok {
 		return
 	}
 	stmt := db.Statement
+	if c, has := stmt.Clauses["INSERT"]; has {
+		if ins, ok := c.Expression.(clause.Insert); ok && strings.Contains(strings.ToUpper(ins.Modifier), "REPLACE") {
+			db.AddError(fmt.Errorf("%w: a fenced INSERT %s of %s deletes the row it meets without comparing fences; use Create, and Updates or Save for existing rows; nothing was sent",
+				ErrUnguarded, ins.Modifier, stmt.Schema.Name))
+			return
+		}
+	}
 	if c, has := stmt.Clauses["ON CONFLICT"]; has {
 		oc, _ := c.Expression.(clause.OnConflict)
+		d := dialects.Of(db)
 		switch {
 		case oc.DoNothing:
 		case oc.UpdateAll && stmt.SkipHooks && len(oc.DoUpdates) == 0 && len(oc.Columns) == 0:
 			delete(stmt.Clauses, "ON CONFLICT") // Save's fallback
-		case dialects.Of(db).Kind == dialects.Postgres || dialects.Of(db).Kind == dialects.SQLite:
+		case d.Kind == dialects.Postgres || d.Kind == dialects.SQLite:
 			oc.Where.Exprs = append(oc.Where.Exprs, cond{col: f.DBName, fence: tok.fence})
+			if !oc.UpdateAll {
+				// DO UPDATE SET balance = ...: the row must take the
+				// writer's fence too (UpdateAll sets every column, the
+				// fence among them).
+				oc.DoUpdates = upsertFence(oc.DoUpdates, f)
+			}
 			c.Expression = oc
 			stmt.Clauses["ON CONFLICT"] = c
 			stmtstate.Put(stmt, stateKey, &state{op: "upsert", tok: tok, field: f, keyed: keyedRows(stmt)})
 		default:
-			db.AddError(fmt.Errorf("%w: lockplugin: a fenced upsert of %s on %s cannot be guarded (ON DUPLICATE KEY UPDATE has no WHERE); use Create, and Updates for existing rows; nothing was sent",
-				dialects.ErrUnsupported, stmt.Schema.Name, dialects.Of(db)))
+			db.AddError(&dialects.UnsupportedError{Dialect: d.String(), Feature: "fenced upsert of " + stmt.Schema.Name,
+				Reason: upsertRefusal(d) + "; use Create for new rows and Updates or Save of one row for existing ones; nothing was sent"})
 			return
 		}
 	}
 	setValues(stmt, f, tok.fence)
+}
+
+// upsertRefusal says why an upsert cannot be fenced on d: its update
+// branch cannot be made to compare fences.
+func upsertRefusal(d dialects.Dialect) string {
+	switch {
+	case d.IsMySQLFamily():
+		return "its ON DUPLICATE KEY UPDATE takes no WHERE, so the update of an existing row cannot compare fences"
+	case d.Kind == dialects.SQLServer, d.Kind == dialects.Oracle:
+		return "GORM sends its upsert as a MERGE whose WHEN MATCHED THEN UPDATE carries no condition lockplugin can add, so the update of an existing row cannot compare fences"
+	default:
+		return "lockplugin does not know how to put a condition on its upsert's update"
+	}
+}
+
+// upsertFence returns an upsert's DO UPDATE assignments with the fence
+// column set to the inserted row's (which is the writer's: setValues),
+// in place of any assignment of it.
+func upsertFence(set clause.Set, f *schema.Field) clause.Set {
+	out := make(clause.Set, 0, len(set)+1)
+	for _, a := range set {
+		if a.Column.Name != f.DBName {
+			out = append(out, a)
+		}
+	}
+	return append(out, clause.AssignmentColumns([]string{f.DBName})...)
 }
 
 // setValues writes the fence into the values of an INSERT.

@@ -59,6 +59,12 @@ var ErrStaleFence = errors.New("lockplugin: stale fence: the lease was taken ove
 // it was found gone, or released): it was refused before any SQL.
 var ErrLeaseEnded = errors.New("lockplugin: fenced write under a lease that may no longer be held (its Done channel is closed)")
 
+// ErrUnguarded is matched by errors.Is when a fenced context sends a
+// statement the fence cannot guard: db.Exec, a db.Raw that may write, a
+// write of a model without a Fence column or of a table without a model.
+// It was refused before any SQL.
+var ErrUnguarded = errors.New("lockplugin: a fenced write that cannot be guarded was refused")
+
 // StaleFenceError is the error of a fenced write that met a greater fence.
 type StaleFenceError struct {
 	Op      string // "update", "delete" or "upsert"
@@ -166,9 +172,9 @@ func fieldOf(s *schema.Schema) *schema.Field {
 // noColumn is the error of a fenced write that cannot be guarded.
 func noColumn(stmt *gorm.Statement, op string) error {
 	if stmt.Schema == nil {
-		return fmt.Errorf("lockplugin: fenced %s of table %q without a model: the fence guard needs a model with a lockplugin.Fence column (db.Model(&T{})); nothing was sent", op, stmt.Table)
+		return fmt.Errorf("%w: fenced %s of table %q without a model: the fence guard needs a model with a lockplugin.Fence column (db.Model(&T{})); nothing was sent", ErrUnguarded, op, stmt.Table)
 	}
-	return fmt.Errorf("lockplugin: fenced %s of %s, which has no lockplugin.Fence column: embed lockplugin.Fence in the model; nothing was sent", op, stmt.Schema.Name)
+	return fmt.Errorf("%w: fenced %s of %s, which has no lockplugin.Fence column: embed lockplugin.Fence in the model; nothing was sent", ErrUnguarded, op, stmt.Schema.Name)
 }
 
 // CreateClauses, UpdateClauses and DeleteClauses implement GORM's field

@@ -23,21 +23,26 @@ type state struct {
 	hadSet bool
 	set    clause.Clause // the SET the guard found, restored by the check
 	keyed  int           // rows picked by primary key (0: by conditions)
+	soft   bool          // a delete sent as the soft delete's UPDATE, which wrote the fence
 }
 
 // Build renders nothing.
 func (*state) Build(clause.Builder) {}
 
 // cond is the guard's WHERE condition: fence <= mine. A type of its own so
-// that the check can take it out again.
+// that the check can take it out again. A NULL fence counts as 0: rows
+// written before the column was added (ALTER TABLE ... ADD fence leaves
+// them NULL) were written by no holder, and "NULL <= mine" would match
+// nothing, turning every fenced write of them into a silent no-op.
 type cond struct {
 	col   string
 	fence int64
 }
 
 func (c cond) Build(b clause.Builder) {
+	b.WriteString("COALESCE(")
 	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.col})
-	b.WriteString(" <= ")
+	b.WriteString(", 0) <= ")
 	b.AddVar(b, c.fence)
 }
 
@@ -109,7 +114,8 @@ func guardUpdate(db *gorm.DB) {
 }
 
 // guardDelete runs after the version guard, just before gorm:delete, and
-// adds "fence <= mine" to the DELETE (or to the soft delete's UPDATE).
+// adds "fence <= mine" to the DELETE (or to the soft delete's UPDATE, which
+// softDeleteFence makes write the fence too).
 func guardDelete(db *gorm.DB) {
 	tok, f, ok := prepare(db, "delete")
 	if !ok {
@@ -123,6 +129,31 @@ func guardDelete(db *gorm.DB) {
 	}
 	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond{col: f.DBName, fence: tok.fence}}})
 	stmtstate.Put(stmt, stateKey, &state{op: "delete", tok: tok, field: f, keyed: keyed})
+}
+
+// softDeleteFence wraps the SET clause builder. A soft delete builds its
+// UPDATE inside gorm:delete, after the guard, from a SET clause of its own
+// (GORM replaces any SET added before); the builder adds "fence = mine" to
+// it there. A soft-deleted row then carries its deleter's fence, so that
+// an older holder's Unscoped Updates, Save or Delete of it, or an upsert
+// over it, meets the greater fence and is refused: the deleted row is the
+// tombstone that keeps the fence.
+func softDeleteFence(prev clause.ClauseBuilder) clause.ClauseBuilder {
+	return func(c clause.Clause, b clause.Builder) {
+		if stmt, ok := b.(*gorm.Statement); ok {
+			if st, _ := stmtstate.Peek(stmt, stateKey).(*state); st != nil && st.op == "delete" {
+				if set, ok := c.Expression.(clause.Set); ok {
+					c.Expression = withFence(set, st.field, st.tok.fence)
+					st.soft = true
+				}
+			}
+		}
+		if prev != nil {
+			prev(c, b)
+			return
+		}
+		c.Build(b)
+	}
 }
 
 // withFence returns set with its assignment to the fence column replaced
