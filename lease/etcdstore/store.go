@@ -28,8 +28,9 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke) and lease.Waiter (a
-// waiting Acquire watches the key instead of polling).
+// a refresh is one keep-alive, a release one revoke), lease.Waiter (a
+// waiting Acquire watches the key instead of polling) and Holder (who
+// holds a name, for package election's Leader and Observe).
 package etcdstore
 
 import (
@@ -357,6 +358,33 @@ func (s *Store) RefreshGrant(ctx context.Context, name, owner string, g lease.Gr
 	// The key is still attached to h: it leaves h only by owner's own
 	// calls, and goes with h's expiry.
 	return h.grantOf(g.Fence), true, nil
+}
+
+// Holder reads, without taking anything, who holds name: the fence of
+// the lease (its key's create revision) and true while its key exists
+// (etcd deletes it when its lease expires); 0 and false while nobody
+// holds it. etcd keeps no record of a released lease (the key is gone, and
+// the fence with it), so unlike the table store it cannot tell the last
+// term of a free name. One linearizable Get. Package election uses it for
+// Leader and Observe.
+func (s *Store) Holder(ctx context.Context, name string) (fence int64, held bool, err error) {
+	if err := s.usable(); err != nil {
+		return 0, false, err
+	}
+	if ctx == nil {
+		return 0, false, errors.New("etcdstore: nil context")
+	}
+	if name == "" {
+		return 0, false, errors.New("etcdstore: empty lock name")
+	}
+	r, err := s.client.Get(ctx, s.Key(name), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, false, fmt.Errorf("etcdstore: holder: %w", err)
+	}
+	if len(r.Kvs) == 0 {
+		return 0, false, nil
+	}
+	return r.Kvs[0].CreateRevision, true, nil
 }
 
 // WaitFree returns when name's key is absent, or once it is deleted
