@@ -200,7 +200,10 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 				return nil, errors.Join(ctx.Err(), lastErr)
 			}
 			return nil, ctx.Err()
-		case <-watch:
+		case _, ok := <-watch:
+			if !ok {
+				watch = nil // the watch ended: poll from now on
+			}
 		case <-t.C:
 		}
 	}
@@ -246,8 +249,8 @@ func (e *Elector) leading() *Term {
 
 // Watcher is an optional interface of a lease.Store that can notify: a
 // signal on the channel (until ctx ends) says name may have been released,
-// and Campaign tries at once instead of at its next poll. None of
-// lockplugin's stores implements it yet; Campaign polls them.
+// and Campaign tries at once instead of at its next poll. The etcd store
+// (etcdstore) implements it; Campaign polls the others.
 type Watcher interface {
 	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
 }
@@ -260,6 +263,15 @@ type Watcher interface {
 // (etcdstore) have it; the local file store does not.
 type Holder interface {
 	Holder(ctx context.Context, name string) (fence int64, held bool, err error)
+}
+
+// HolderWatcher is an optional interface of a Holder store that can
+// notify: a signal on the channel says name's holder may have changed, and
+// Observe reads at once instead of at its next poll; the channel is
+// closed when the watch ends (Observe then watches again at its next
+// poll). The etcd store (etcdstore) implements it.
+type HolderWatcher interface {
+	WatchHolder(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
 // ErrNoHolderRead is returned by Leader and Observe on a store without
@@ -292,7 +304,8 @@ func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) 
 }
 
 // Observe reports the election's leadership as it changes, reading the
-// store every PollInterval: a value is sent when the term number or
+// store every PollInterval, and at once when a store with HolderWatcher
+// (etcd) signals a change: a value is sent when the term number or
 // whether it is held changes. The channel is closed when ctx ends.
 //
 // A read that fails, or has no answer within CallTimeout, is sent as a
@@ -324,9 +337,17 @@ func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
 		first := true
 		failing := false
 		var pending chan holderRead // a read not answered yet
+		var changed <-chan struct{} // HolderWatcher's signals, nil without
+		hw, watches := h.(HolderWatcher)
 		t := time.NewTicker(e.poll)
 		defer t.Stop()
 		for {
+			if watches && changed == nil {
+				// Before the read, so that a change after the read signals.
+				if ch, err := hw.WatchHolder(ctx, e.name); err == nil {
+					changed = ch
+				}
+			}
 			if pending == nil {
 				pending = make(chan holderRead, 1)
 				go func(ch chan<- holderRead) {
@@ -378,6 +399,16 @@ func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case _, ok := <-changed:
+				if !ok {
+					// The watch ended: poll, and watch again after it.
+					changed = nil
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+					}
+				}
 			}
 		}
 	}()

@@ -29,8 +29,9 @@
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
 // a refresh is one keep-alive, a release one revoke), lease.Waiter (a
-// waiting Acquire watches the key instead of polling) and Holder (who
-// holds a name, for package election's Leader and Observe).
+// waiting Acquire watches the key instead of polling), and Holder,
+// WatchHolder and WatchRelease (who holds a name, and a watch on it, for
+// package election's Leader, Observe and Campaign).
 package etcdstore
 
 import (
@@ -385,6 +386,57 @@ func (s *Store) Holder(ctx context.Context, name string) (fence int64, held bool
 		return 0, false, nil
 	}
 	return r.Kvs[0].CreateRevision, true, nil
+}
+
+// WatchHolder returns a channel that receives a signal each time name's
+// key changes (taken, moved to a new lease, released, expired), from
+// about when it is called until ctx ends or the watch breaks (no leader,
+// a compaction); the channel is then closed. A signal is a hint to read
+// Holder again, not a value: signals are merged while unread, and the
+// watch starts asynchronously, so a change just before it is registered
+// gives none (package election's Observe keeps polling besides).
+func (s *Store) WatchHolder(ctx context.Context, name string) (<-chan struct{}, error) {
+	return s.watch(ctx, name, false)
+}
+
+// WatchRelease is WatchHolder for releases and expiries only (package
+// election's Watcher): a campaigning candidate tries at once instead of
+// at its next poll.
+func (s *Store) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	return s.watch(ctx, name, true)
+}
+
+func (s *Store) watch(ctx context.Context, name string, deletes bool) (<-chan struct{}, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, errors.New("etcdstore: nil context")
+	}
+	if name == "" {
+		return nil, errors.New("etcdstore: empty lock name")
+	}
+	opts := []clientv3.OpOption{}
+	if deletes {
+		opts = append(opts, clientv3.WithFilterPut())
+	}
+	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), s.Key(name), opts...)
+	out := make(chan struct{}, 1)
+	go func() {
+		defer close(out)
+		for wr := range wch {
+			if wr.Err() != nil {
+				return
+			}
+			if len(wr.Events) > 0 {
+				select {
+				case out <- struct{}{}:
+				default: // one unread signal says it all
+				}
+			}
+		}
+	}()
+	return out, nil
 }
 
 // WaitFree returns when name's key is absent, or once it is deleted
