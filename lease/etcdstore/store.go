@@ -11,6 +11,15 @@
 //	m := lease.NewManager(etcdstore.New(client))
 //	_ = m
 //
+// What it survives, with no option to set: the crash or SIGKILL of any
+// minority of members (one of three, two of five), the leader among them,
+// since a write is answered only once a majority has it in its log on
+// disk (unless etcd runs with --unsafe-no-fsync); tests/lease kills the
+// leader 5 times while a holder works, with no two holders at once
+// (TestEtcdLeaderKills). What it does not survive: a
+// majority down at once stops every call (acquires fail; no lease is
+// granted twice), and a majority's disks lost together lose the leases.
+//
 // It is a module of its own, so that lockplugin's root module does not
 // pull in the etcd client.
 //
