@@ -100,7 +100,8 @@ type leaderView struct {
 }
 
 // TestI24ElectionLeaderObserve: the same election on the table, Redis
-// and etcd stores: nobody leads, a leads, a resigns, b leads, b resigns.
+// and etcd stores: nobody leads, a leads, a resigns, b leads, b resigns,
+// c leads and dies (its lease expires).
 // At each step Leader's answer and the value Observe delivers are
 // recorded; every store must give the table store's answers (Leader on
 // etcd answers term 0 once nobody leads: etcd keeps no record of a
@@ -177,6 +178,14 @@ func TestI24ElectionLeaderObserve(t *testing.T) {
 			step("b leads")
 			noErr(t, tb.Resign(ctx))
 			step("b resigned")
+			// c takes the election's lease and dies: it never refreshes, so
+			// the lease expires by the store's clock.
+			lc, err := lease.NewManager(es.direct).Acquire(ctx, name, lease.TTL(2*time.Second))
+			noErr(t, err)
+			terms = append(terms, lc.Fence())
+			step("c leads")
+			time.Sleep(3 * time.Second) // c's TTL (2 s) and the store's expiry sweep
+			step("c's lease expired")
 			results[es.name] = views
 			t.Logf("%s: %+v", es.name, views)
 		})
@@ -238,7 +247,7 @@ func TestI24ObserveOutage(t *testing.T) {
 				noErr(t, err)
 				term2, err := other.Campaign(ctx)
 				noErr(t, err)
-				l, took, got := next(callTTL+5*time.Second, func(l election.Leadership) bool { return l.Err != nil })
+				l, _, got := next(callTTL+5*time.Second, func(l election.Leadership) bool { return l.Err != nil })
 				if got {
 					errsOK++
 					errIn = append(errIn, time.Since(cut))
@@ -246,7 +255,7 @@ func TestI24ObserveOutage(t *testing.T) {
 				}
 				time.Sleep(300 * time.Millisecond) // the outage goes on
 				es.proxy.Blackhole(false)
-				l, took, got = next(5*time.Second, func(l election.Leadership) bool { return l.Err == nil && l.Term == term2.Number() && l.Led })
+				_, took, got := next(5*time.Second, func(l election.Leadership) bool { return l.Err == nil && l.Term == term2.Number() && l.Led })
 				if got {
 					termsOK++
 					termIn = append(termIn, took)
