@@ -46,6 +46,14 @@ func startTwoReplicaSet(t *testing.T) *twoReplicaSet {
 // both names within the holder's 30 s TTL: a rival that gets one is a
 // lost lease. promotedPreferred tells which replica Sentinel chose.
 func preferredFailover(t *testing.T, opts ...redisstore.Option) (run failoverRun, promotedPreferred bool) {
+	return preferredFailoverCut(t, false, opts...)
+}
+
+// preferredFailoverCut is preferredFailover; with disconnect, the
+// preferred replica's link is not only blackholed but dropped (reset,
+// its reconnection stalled in the blackhole), so that the primary no
+// longer counts it as connected when "lagged" is taken.
+func preferredFailoverCut(t *testing.T, disconnect bool, opts ...redisstore.Option) (run failoverRun, promotedPreferred bool) {
 	set := startTwoReplicaSet(t)
 	ctx := context.Background()
 	// WaitReplicas(1) without the opt-in refuses before writing: two
@@ -74,6 +82,16 @@ func preferredFailover(t *testing.T, opts ...redisstore.Option) (run failoverRun
 	take(steady)
 	time.Sleep(100 * time.Millisecond)
 	set.link.Blackhole(true)
+	if disconnect {
+		set.link.Reset()
+		noErr(t, waitForAny(10*time.Second, func() error {
+			info, err := servers.RedisDo(set.primary.Addr, "INFO", "replication")
+			if err == nil && !strings.Contains(info, "connected_slaves:1") {
+				err = errors.New("the primary still counts both replicas")
+			}
+			return err
+		}), "dropping the preferred replica's link")
+	}
 	take(lagged)
 	set.primary.Kill()
 	promoted := ""
@@ -177,5 +195,51 @@ func TestSentinelPreferredReplicaLags(t *testing.T) {
 	}
 	if partial.fenceRegressions+all.fenceRegressions != 0 {
 		t.Errorf("fence regressions across failovers: %d baseline, %d WaitAllReplicas", partial.fenceRegressions, all.fenceRegressions)
+	}
+}
+
+// TestSentinelDisconnectedReplica: as TestSentinelPreferredReplicaLags,
+// but the preferred replica's link is down when the lease is taken (the
+// primary counts one connected replica), 2 failovers per arm. Sentinel
+// still promotes it (its link went down moments before). WaitAllReplicas
+// with atLeast 1 waits for the one connected replica and loses the lease;
+// with atLeast 2, the deployment's replica count, the acquire is refused
+// and none is lost: why its doc says to set atLeast to the full count.
+func TestSentinelDisconnectedReplica(t *testing.T) {
+	t.Parallel() // its own servers; mostly waiting for failovers
+	const runs = 2
+	var mu sync.Mutex
+	var one, two failoverRun
+	var onePref, twoPref int
+	t.Run("failovers", func(t *testing.T) {
+		for i := range 2 * runs {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				dst, n, atLeast := &one, &onePref, 1
+				if i%2 == 1 {
+					dst, n, atLeast = &two, &twoPref, 2
+				}
+				r, pref := preferredFailoverCut(t, true, redisstore.WaitAllReplicas(atLeast, 300*time.Millisecond))
+				mu.Lock()
+				defer mu.Unlock()
+				dst.handedOut += r.handedOut
+				dst.lost += r.lost
+				dst.refused += r.refused
+				dst.fenceRegressions += r.fenceRegressions
+				if pref {
+					*n++
+				}
+			})
+		}
+	})
+	t.Logf("WaitAllReplicas(1), preferred replica disconnected, %d failovers (%d promoted it): %d handed out, %d refused, %d lost",
+		runs, onePref, one.handedOut, one.refused, one.lost)
+	t.Logf("WaitAllReplicas(2), preferred replica disconnected, %d failovers (%d promoted it): %d handed out, %d refused, %d lost",
+		runs, twoPref, two.handedOut, two.refused, two.lost)
+	if one.lost == 0 {
+		t.Errorf("WaitAllReplicas(1) lost no lease with the promoted replica disconnected: the attack did not bite")
+	}
+	if two.lost != 0 || two.refused != runs {
+		t.Errorf("WaitAllReplicas(2): %d lost, %d of %d lagged acquires refused; want 0 and all", two.lost, two.refused, runs)
 	}
 }
