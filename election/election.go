@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/lockplugin/lockplugin/internal/lockerr"
@@ -60,6 +61,10 @@ type Elector struct {
 	ttl   time.Duration
 	every time.Duration // keep-alive interval
 	poll  time.Duration
+	call  time.Duration // CallTimeout: bound of each store read
+
+	mu  sync.Mutex
+	cur *Term // the latest term this Elector won, until it ends
 }
 
 // Option configures an Elector. A nil Option is ignored; an invalid value
@@ -69,6 +74,7 @@ type Option func(*options)
 type options struct {
 	ttl  time.Duration
 	poll time.Duration
+	call time.Duration
 }
 
 // TTL sets the lease TTL (default DefaultTTL, 10 s): how long a dead
@@ -80,6 +86,12 @@ func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 // (default lease.DefaultPollInterval); a new leader is elected within
 // TTL plus about this long after a leader dies.
 func PollInterval(d time.Duration) Option { return func(o *options) { o.poll = d } }
+
+// CallTimeout bounds each store call the Elector makes (default
+// lease.DefaultCallTimeout, 5 s): its Manager's calls, each Leader read,
+// and each of Observe's reads, so that Observe reports an unreachable
+// store within about this long. d must be positive.
+func CallTimeout(d time.Duration) Option { return func(o *options) { o.call = d } }
 
 // errZeroElector answers every call on an Elector not made by New.
 var errZeroElector = errors.New("election: Elector was not made by New (zero value or nil); use election.New")
@@ -100,7 +112,7 @@ func New(store lease.Store, name string, opts ...Option) (*Elector, error) {
 	if name == "" {
 		return nil, errors.New("election: empty election name")
 	}
-	o := options{ttl: DefaultTTL, poll: lease.DefaultPollInterval}
+	o := options{ttl: DefaultTTL, poll: lease.DefaultPollInterval, call: lease.DefaultCallTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -112,9 +124,12 @@ func New(store lease.Store, name string, opts ...Option) (*Elector, error) {
 	if o.poll <= 0 {
 		return nil, fmt.Errorf("election: PollInterval must be positive, got %v", o.poll)
 	}
-	e := &Elector{store: store, name: name, ttl: o.ttl, poll: o.poll}
+	if o.call <= 0 {
+		return nil, fmt.Errorf("election: CallTimeout must be positive, got %v", o.call)
+	}
+	e := &Elector{store: store, name: name, ttl: o.ttl, poll: o.poll, call: o.call}
 	e.every = e.ttl / 3
-	e.m = lease.NewManager(store, lease.PollInterval(e.poll))
+	e.m = lease.NewManager(store, lease.PollInterval(e.poll), lease.CallTimeout(e.call))
 	return e, nil
 }
 
@@ -131,12 +146,20 @@ func (e *Elector) Name() string {
 // the store can tell a release; see Watcher), and through store errors,
 // until ctx ends; it then returns ctx's error joined with the last store
 // error, if any.
+//
+// When this Elector leads already (a term it won is still Leading), it
+// returns that same term at once, without a store call: a leader never
+// waits on itself. Resigning that term ends it for every caller that got
+// it.
 func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
 	if ctx == nil {
 		return nil, errors.New("election: nil context")
+	}
+	if t := e.leading(); t != nil {
+		return t, nil
 	}
 	var watch <-chan struct{}
 	if w, ok := e.store.(Watcher); ok {
@@ -152,6 +175,9 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 	defer t.Stop()
 	<-t.C
 	for {
+		if t := e.leading(); t != nil {
+			return t, nil // won meanwhile by another Campaign of this Elector
+		}
 		l, err := e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
 		if err == nil {
 			return e.begin(l), nil
@@ -174,7 +200,10 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 				return nil, errors.Join(ctx.Err(), lastErr)
 			}
 			return nil, ctx.Err()
-		case <-watch:
+		case _, ok := <-watch:
+			if !ok {
+				watch = nil // the watch ended: poll from now on
+			}
 		case <-t.C:
 		}
 	}
@@ -187,12 +216,16 @@ var ErrNotLeader = lockerr.Busy("election: another candidate leads")
 
 // TryCampaign makes one attempt: it returns a term when this candidate
 // wins at once, and an error matching ErrNotLeader when another leads.
+// When this Elector leads already, it returns that term, as Campaign does.
 func (e *Elector) TryCampaign(ctx context.Context) (*Term, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
 	if ctx == nil {
 		return nil, errors.New("election: nil context")
+	}
+	if t := e.leading(); t != nil {
+		return t, nil
 	}
 	l, err := e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
 	if errors.Is(err, lease.ErrNotAcquired) {
@@ -204,19 +237,41 @@ func (e *Elector) TryCampaign(ctx context.Context) (*Term, error) {
 	return e.begin(l), nil
 }
 
+// leading returns the term this Elector leads now, or nil.
+func (e *Elector) leading() *Term {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cur != nil && !e.cur.Leading() {
+		e.cur = nil
+	}
+	return e.cur
+}
+
 // Watcher is an optional interface of a lease.Store that can notify: a
 // signal on the channel (until ctx ends) says name may have been released,
-// and Campaign tries at once instead of at its next poll. None of
-// lockplugin's stores implements it yet; Campaign polls them.
+// and Campaign tries at once instead of at its next poll. The etcd store
+// (etcdstore) implements it; Campaign polls the others.
 type Watcher interface {
 	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
 // Holder is an optional interface of a lease.Store that can say who holds
 // a name without taking it: the fence of the latest lease and whether it
-// is held now (by the store's clock). The table store (sqlstore) has it.
+// is held now (by the store's clock). A store that keeps no record of a
+// released lease answers 0 and false for a name nobody holds. The table
+// store (sqlstore), the Redis store (redisstore) and the etcd store
+// (etcdstore) have it; the local file store does not.
 type Holder interface {
 	Holder(ctx context.Context, name string) (fence int64, held bool, err error)
+}
+
+// HolderWatcher is an optional interface of a Holder store that can
+// notify: a signal on the channel says name's holder may have changed, and
+// Observe reads at once instead of at its next poll; the channel is
+// closed when the watch ends (Observe then watches again at its next
+// poll). The etcd store (etcdstore) implements it.
+type HolderWatcher interface {
+	WatchHolder(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
 // ErrNoHolderRead is returned by Leader and Observe on a store without
@@ -225,21 +280,45 @@ type Holder interface {
 var ErrNoHolderRead = errors.New("election: the store cannot say who holds a lease (no Holder method); ask the candidates, or have the leader publish its term with a fenced write")
 
 // Leader returns the current term number and whether a leader holds it,
-// read from the store (one read, no lease taken).
+// read from the store (one read, no lease taken, bounded by CallTimeout).
+// On a store that keeps no record of a released lease (etcd) the term is
+// 0 while nobody leads.
 func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) {
 	if err := e.usable(); err != nil {
 		return 0, false, err
+	}
+	if ctx == nil {
+		return 0, false, errors.New("election: nil context")
 	}
 	h, ok := e.store.(Holder)
 	if !ok {
 		return 0, false, ErrNoHolderRead
 	}
-	return h.Holder(ctx, e.name)
+	ctx, cancel := context.WithTimeout(ctx, e.call)
+	defer cancel()
+	term, led, err = h.Holder(ctx, e.name)
+	if err != nil {
+		return 0, false, fmt.Errorf("election: reading who leads %q: %w", e.name, err)
+	}
+	return term, led, nil
 }
 
 // Observe reports the election's leadership as it changes, reading the
-// store every PollInterval: a value is sent when the term number or
+// store every PollInterval, and at once when a store with HolderWatcher
+// (etcd) signals a change: a value is sent when the term number or
 // whether it is held changes. The channel is closed when ctx ends.
+//
+// A read that fails, or has no answer within CallTimeout, is sent as a
+// Leadership with Err set (and the last Term and Led read, which may now
+// be stale): once when the store stops answering, not on every retry.
+// Observe keeps reading every PollInterval, and the first read that
+// succeeds after an error is sent even if nothing changed, so the
+// receiver knows the outage is over and the values are current again.
+// A read still hanging when the next is due is waited for, not doubled.
+//
+// Term is the latest term Observe has seen: on a store that keeps no
+// record of a released lease (etcd answers 0 once nobody holds it), a
+// release is sent as the last term with Led false.
 func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
@@ -256,33 +335,99 @@ func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
 		defer close(out)
 		var last Leadership
 		first := true
+		failing := false
+		var pending chan holderRead // a read not answered yet
+		var changed <-chan struct{} // HolderWatcher's signals, nil without
+		hw, watches := h.(HolderWatcher)
 		t := time.NewTicker(e.poll)
 		defer t.Stop()
 		for {
-			term, held, err := h.Holder(ctx, e.name)
-			if err == nil {
-				cur := Leadership{Term: term, Led: held}
-				if first || cur != last {
-					select {
-					case out <- cur:
-					case <-ctx.Done():
-						return
-					}
-					last, first = cur, false
+			if watches && changed == nil {
+				// Before the read, so that a change after the read signals.
+				if ch, err := hw.WatchHolder(ctx, e.name); err == nil {
+					changed = ch
 				}
 			}
+			if pending == nil {
+				pending = make(chan holderRead, 1)
+				go func(ch chan<- holderRead) {
+					rctx, cancel := context.WithTimeout(ctx, e.call)
+					defer cancel()
+					term, held, err := h.Holder(rctx, e.name)
+					ch <- holderRead{term, held, err}
+				}(pending)
+			}
+			var r holderRead
+			timeout := time.NewTimer(e.call)
+			select {
+			case r = <-pending:
+				pending = nil
+			case <-timeout.C:
+				r.err = fmt.Errorf("no answer within CallTimeout %v: %w", e.call, context.DeadlineExceeded)
+			case <-ctx.Done():
+				timeout.Stop()
+				return
+			}
+			timeout.Stop()
+			var cur Leadership
+			send := false
+			if r.err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				cur = Leadership{Term: last.Term, Led: last.Led,
+					Err: fmt.Errorf("election: reading who leads %q: %w", e.name, r.err)}
+				send = !failing
+				failing = true
+			} else {
+				if r.term == 0 && !r.held {
+					r.term = last.Term // a store with no record of released leases
+				}
+				cur = Leadership{Term: r.term, Led: r.held}
+				send = first || failing || cur.Term != last.Term || cur.Led != last.Led
+				failing, first = false, false
+			}
+			if send {
+				select {
+				case out <- cur:
+				case <-ctx.Done():
+					return
+				}
+			}
+			last = cur
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case _, ok := <-changed:
+				if !ok {
+					// The watch ended: poll, and watch again after it.
+					changed = nil
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+					}
+				}
 			}
 		}
 	}()
 	return out, nil
 }
 
+// holderRead is one Holder answer.
+type holderRead struct {
+	term int64
+	held bool
+	err  error
+}
+
 // Leadership is one observation: the latest term and whether it is led.
+// Err, when not nil, says the store could not be read: Term and Led are
+// then the last values read, and may be stale until a Leadership with a
+// nil Err follows.
 type Leadership struct {
 	Term int64
 	Led  bool
+	Err  error
 }

@@ -27,6 +27,9 @@ func (e *Elector) begin(l *lease.Lease) *Term {
 	ctx, stop := context.WithCancel(context.Background())
 	t := &Term{e: e, l: l, stop: stop, done: make(chan struct{})}
 	go t.keepAlive(ctx)
+	e.mu.Lock()
+	e.cur = t
+	e.mu.Unlock()
 	return t
 }
 

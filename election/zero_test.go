@@ -77,7 +77,7 @@ func TestOptions(t *testing.T) {
 	if e.ttl != time.Second || e.poll != 10*time.Millisecond {
 		t.Fatalf("options not applied: ttl %v poll %v", e.ttl, e.poll)
 	}
-	for _, bad := range [][]Option{{TTL(time.Millisecond)}, {nil, PollInterval(0)}} {
+	for _, bad := range [][]Option{{TTL(time.Millisecond)}, {nil, PollInterval(0)}, {CallTimeout(0)}} {
 		if _, err := New(store, "i18-election", bad...); err == nil {
 			t.Errorf("New(%d options) accepted an invalid value", len(bad))
 		}

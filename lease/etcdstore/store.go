@@ -11,6 +11,15 @@
 //	m := lease.NewManager(etcdstore.New(client))
 //	_ = m
 //
+// What it survives, with no option to set: the crash or SIGKILL of any
+// minority of members (one of three, two of five), the leader among them,
+// since a write is answered only once a majority has it in its log on
+// disk (unless etcd runs with --unsafe-no-fsync); tests/lease kills the
+// leader 5 times while a holder works, with no two holders at once
+// (TestEtcdLeaderKills). What it does not survive: a
+// majority down at once stops every call (acquires fail; no lease is
+// granted twice), and a majority's disks lost together lose the leases.
+//
 // It is a module of its own, so that lockplugin's root module does not
 // pull in the etcd client.
 //
@@ -28,8 +37,10 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke) and lease.Waiter (a
-// waiting Acquire watches the key instead of polling).
+// a refresh is one keep-alive, a release one revoke), lease.Waiter (a
+// waiting Acquire watches the key instead of polling), and Holder,
+// WatchHolder and WatchRelease (who holds a name, and a watch on it, for
+// package election's Leader, Observe and Campaign).
 package etcdstore
 
 import (
@@ -357,6 +368,84 @@ func (s *Store) RefreshGrant(ctx context.Context, name, owner string, g lease.Gr
 	// The key is still attached to h: it leaves h only by owner's own
 	// calls, and goes with h's expiry.
 	return h.grantOf(g.Fence), true, nil
+}
+
+// Holder reads, without taking anything, who holds name: the fence of
+// the lease (its key's create revision) and true while its key exists
+// (etcd deletes it when its lease expires); 0 and false while nobody
+// holds it. etcd keeps no record of a released lease (the key is gone, and
+// the fence with it), so unlike the table store it cannot tell the last
+// term of a free name. One linearizable Get. Package election uses it for
+// Leader and Observe.
+func (s *Store) Holder(ctx context.Context, name string) (fence int64, held bool, err error) {
+	if err := s.usable(); err != nil {
+		return 0, false, err
+	}
+	if ctx == nil {
+		return 0, false, errors.New("etcdstore: nil context")
+	}
+	if name == "" {
+		return 0, false, errors.New("etcdstore: empty lock name")
+	}
+	r, err := s.client.Get(ctx, s.Key(name), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, false, fmt.Errorf("etcdstore: holder: %w", err)
+	}
+	if len(r.Kvs) == 0 {
+		return 0, false, nil
+	}
+	return r.Kvs[0].CreateRevision, true, nil
+}
+
+// WatchHolder returns a channel that receives a signal each time name's
+// key changes (taken, moved to a new lease, released, expired), from
+// about when it is called until ctx ends or the watch breaks (no leader,
+// a compaction); the channel is then closed. A signal is a hint to read
+// Holder again, not a value: signals are merged while unread, and the
+// watch starts asynchronously, so a change just before it is registered
+// gives none (package election's Observe keeps polling besides).
+func (s *Store) WatchHolder(ctx context.Context, name string) (<-chan struct{}, error) {
+	return s.watch(ctx, name, false)
+}
+
+// WatchRelease is WatchHolder for releases and expiries only (package
+// election's Watcher): a campaigning candidate tries at once instead of
+// at its next poll.
+func (s *Store) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	return s.watch(ctx, name, true)
+}
+
+func (s *Store) watch(ctx context.Context, name string, deletes bool) (<-chan struct{}, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, errors.New("etcdstore: nil context")
+	}
+	if name == "" {
+		return nil, errors.New("etcdstore: empty lock name")
+	}
+	opts := []clientv3.OpOption{}
+	if deletes {
+		opts = append(opts, clientv3.WithFilterPut())
+	}
+	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), s.Key(name), opts...)
+	out := make(chan struct{}, 1)
+	go func() {
+		defer close(out)
+		for wr := range wch {
+			if wr.Err() != nil {
+				return
+			}
+			if len(wr.Events) > 0 {
+				select {
+				case out <- struct{}{}:
+				default: // one unread signal says it all
+				}
+			}
+		}
+	}()
+	return out, nil
 }
 
 // WaitFree returns when name's key is absent, or once it is deleted

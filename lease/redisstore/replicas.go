@@ -28,15 +28,56 @@ func (s *Store) conn(ctx context.Context, key string) (*redis.Conn, error) {
 	return nil, fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, got %T", s.client)
 }
 
+// connectedReplicas reads, on conn, how many replicas the primary has
+// connected (ROLE: the third element of a master's reply lists them).
+func connectedReplicas(ctx context.Context, conn *redis.Conn) (int, error) {
+	r, err := conn.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(r) < 3 || r[0] != "master" {
+		return 0, fmt.Errorf("ROLE answered %v, not a primary's reply: the client reached a replica", r)
+	}
+	list, ok := r[2].([]any)
+	if !ok {
+		return 0, fmt.Errorf("ROLE answered %v: no replica list", r)
+	}
+	return len(list), nil
+}
+
+// needed returns how many replicas must acknowledge the next write on
+// conn: WaitAllReplicas' every connected replica (at least its minimum),
+// or WaitReplicas' n, refused before anything is written when more than n
+// are connected (one that does not acknowledge may be promoted) unless
+// AllowUnackedReplicas.
+func (s *Store) needed(ctx context.Context, conn *redis.Conn) (int, error) {
+	if s.partial && !s.waitAll {
+		return s.replicas, nil
+	}
+	c, err := connectedReplicas(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+	if s.waitAll {
+		return max(s.replicas, c), nil
+	}
+	if c > s.replicas {
+		return 0, fmt.Errorf("%w: the primary has %d connected replicas and WaitReplicas(%d) would let a failover promote one that did not acknowledge; "+
+			"use redisstore.WaitAllReplicas (or WaitReplicas(%d)), or AllowUnackedReplicas to accept the weaker guarantee",
+			ErrNotReplicated, c, s.replicas, c)
+	}
+	return s.replicas, nil
+}
+
 // wait sends WAIT on conn and returns an error matching ErrNotReplicated
-// when fewer than s.replicas replicas acknowledged in time.
-func (s *Store) wait(ctx context.Context, conn *redis.Conn) error {
-	n, err := conn.Do(ctx, "WAIT", s.replicas, s.waitTimeout.Milliseconds()).Int64()
+// when fewer than need replicas acknowledged in time.
+func (s *Store) wait(ctx context.Context, conn *redis.Conn, need int) error {
+	n, err := conn.Do(ctx, "WAIT", need, s.waitTimeout.Milliseconds()).Int64()
 	if err != nil {
 		return err
 	}
-	if n < int64(s.replicas) {
-		return fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.replicas, s.waitTimeout)
+	if n < int64(need) {
+		return fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, need, s.waitTimeout)
 	}
 	return nil
 }
@@ -49,6 +90,10 @@ func (s *Store) acquireReplicated(ctx context.Context, k, owner string, ttl time
 		return 0, false, s.failed(ctx, "acquire", err)
 	}
 	defer conn.Close()
+	need, err := s.needed(ctx, conn)
+	if err != nil {
+		return 0, false, s.failed(ctx, "acquire", err)
+	}
 	fence, err := acquireScript.Run(ctx, conn, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
 	if err != nil {
 		return 0, false, s.failed(ctx, "acquire", err)
@@ -56,7 +101,7 @@ func (s *Store) acquireReplicated(ctx context.Context, k, owner string, ttl time
 	if fence <= 0 {
 		return 0, false, nil
 	}
-	if err := s.wait(ctx, conn); err != nil {
+	if err := s.wait(ctx, conn, need); err != nil {
 		// Undo it: a lease the replicas may not have is no lease. If this
 		// release is lost too, the caller's error makes the Manager release
 		// under the same owner again.
@@ -76,6 +121,10 @@ func (s *Store) refreshReplicated(ctx context.Context, k, owner string, ttl time
 		return false, s.failed(ctx, "refresh", err)
 	}
 	defer conn.Close()
+	need, err := s.needed(ctx, conn)
+	if err != nil {
+		return false, s.failed(ctx, "refresh", err)
+	}
 	n, err := refreshScript.Run(ctx, conn, []string{k}, owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, s.failed(ctx, "refresh", err)
@@ -83,7 +132,7 @@ func (s *Store) refreshReplicated(ctx context.Context, k, owner string, ttl time
 	if n != 1 {
 		return false, nil
 	}
-	if err := s.wait(ctx, conn); err != nil {
+	if err := s.wait(ctx, conn, need); err != nil {
 		return false, s.failed(ctx, "refresh", err)
 	}
 	return true, nil

@@ -32,9 +32,15 @@
 //
 // Replication is asynchronous: on Sentinel or Cluster, a lease granted
 // just before a failover may be missing on the promoted replica, which
-// then grants it again. WaitReplicas(n, timeout) closes that gap (an
-// acquire not acknowledged by n replicas is undone and fails with
-// ErrNotReplicated). On a *redis.ClusterClient the store reloads the
+// then grants it again. WaitAllReplicas(atLeast, timeout) closes that
+// gap for the loss of the primary: every acquire and refresh waits for
+// every replica the primary has connected (and at least atLeast), so whichever one
+// Sentinel or Cluster promotes has it; an acquire not acknowledged is
+// undone and fails with ErrNotReplicated. WaitReplicas(n, timeout) waits
+// for a fixed n and refuses to write while more than n replicas are
+// connected (one that did not acknowledge may be promoted), unless
+// AllowUnackedReplicas accepts that. Each option's doc lists the failures
+// it survives. On a *redis.ClusterClient the store reloads the
 // cluster layout after a connection error, so that a failover is
 // followed at once.
 package redisstore
@@ -78,7 +84,9 @@ const DefaultPrefix = "lockplugin:lease:"
 type Store struct {
 	client      redis.UniversalClient
 	prefix      string
-	replicas    int           // WaitReplicas: replicas that must acknowledge
+	replicas    int           // WaitReplicas: replicas that must acknowledge (WaitAllReplicas: at least)
+	waitAll     bool          // WaitAllReplicas: every connected replica must acknowledge
+	partial     bool          // AllowUnackedReplicas: WaitReplicas(n) with more than n replicas
 	waitTimeout time.Duration // WaitReplicas: how long WAIT waits
 	err         error         // an invalid Option or a nil client, reported by every call
 	// connMu serialises WaitReplicas' dedicated connections: go-redis
@@ -97,6 +105,8 @@ type Option func(*options)
 type options struct {
 	prefix      string
 	replicas    int
+	waitAll     bool
+	partial     bool
 	waitTimeout time.Duration
 	err         error // the first invalid value
 }
@@ -137,35 +147,99 @@ func Prefix(p string) Option {
 }
 
 // ErrNotReplicated matches the error of an Acquire or Refresh that the
-// primary applied but that fewer replicas than WaitReplicas asks for
-// acknowledged in time. An Acquire has then been undone (released), so
-// it did not take the lease; a Refresh did not move the lease's safety
-// deadline (the Manager retries it until then).
+// store's replication option refused: fewer replicas acknowledged it in
+// time than the option asks for (the primary applied it), or, before
+// anything was written, the primary has more connected replicas than
+// WaitReplicas(n) counts. An Acquire so refused has been undone
+// (released), so it did not take the lease; a Refresh did not move the
+// lease's safety deadline (the Manager retries it until then).
 var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
 
-// WaitReplicas makes every Acquire and Refresh durable against a
-// failover: after the script runs on the primary, the store sends WAIT
-// n timeout on the same connection, and an acquire that fewer than n
-// replicas acknowledged is released again and reported as an error
-// matching ErrNotReplicated, never as a lease. A promoted replica then
-// has every lease the Manager handed out and every deadline it relies on.
+// WaitReplicas makes every Acquire and Refresh wait for n replicas: after
+// the script runs on the primary, the store sends WAIT n timeout on the
+// same connection, and an acquire that fewer than n replicas
+// acknowledged is released again and reported as an error matching
+// ErrNotReplicated, never as a lease.
+//
+// What it survives: the loss of the primary (one failure, SIGKILL or
+// crash) when the replica promoted in its place is one that
+// acknowledged. Sentinel picks the replica with the lowest
+// replica-priority first and the most replicated data only second, and
+// Cluster may elect any replica of the slot, so with more replicas than n
+// a failover can promote one that did not acknowledge and lose the lease
+// (measured with two replicas and WaitReplicas(1): the lagging, preferred
+// replica promoted, the lease lost). The store therefore reads the
+// primary's connected replicas (ROLE) before each write and refuses it,
+// before writing, with ErrNotReplicated when there are more than n,
+// unless AllowUnackedReplicas says the weaker guarantee is meant. Use
+// WaitAllReplicas to follow the replica count instead of fixing it.
+//
+// What it does not survive: a replica that acknowledged and then restarts
+// without persistence before it is promoted, a replica whose link is down
+// at the write (it is not counted, yet Sentinel may still promote it for
+// about ten times down-after-milliseconds), and more than one failure.
 //
 // It needs a *redis.Client (a single server with replicas, or
 // redis.NewFailoverClient for Sentinel) or a *redis.ClusterClient; n
-// must be at least 1 and timeout positive. WAIT does not make Redis
-// strongly consistent: a replica that acknowledged can still lose the
-// write if it restarts without persistence before it is promoted, and
-// Sentinel or Cluster may promote a replica that did not acknowledge
-// when more than one failed. See the README for what each deployment
-// guarantees.
+// must be at least 1 and timeout positive. See the README for what each
+// deployment guarantees.
 func WaitReplicas(n int, timeout time.Duration) Option {
 	return func(o *options) {
 		if n < 1 || timeout <= 0 {
 			o.invalid(fmt.Errorf("redisstore: WaitReplicas needs n >= 1 and a positive timeout, got %d and %v", n, timeout))
 			return
 		}
-		o.replicas, o.waitTimeout = n, timeout
+		o.replicas, o.waitTimeout, o.waitAll = n, timeout, false
 	}
+}
+
+// WaitAllReplicas makes every Acquire and Refresh wait for every replica
+// the primary has connected when the write is made, and for no fewer than
+// atLeast: before the script the store reads the primary's connected
+// replicas (ROLE) on the connection the script and WAIT then use, and an
+// acquire that fewer than max(atLeast, connected) replicas acknowledged
+// within timeout is released again and reported as an error matching
+// ErrNotReplicated, never as a lease.
+//
+// What it survives: the loss of the primary (one failure, SIGKILL or
+// crash), whichever connected replica Sentinel or Cluster promotes, by
+// priority, offset or rank: every one of them acknowledged every lease
+// handed out and every refresh the Manager counted. Set atLeast to the
+// number of replicas the deployment runs: a replica whose link is down at the
+// write is not connected, so it is not waited for, yet Sentinel may still
+// promote it for a while (about ten times down-after-milliseconds after
+// its link went down); with atLeast at the full count, a write made while
+// one is disconnected is refused instead. A replica with
+// replica-priority 0 (never promoted) is waited for too.
+//
+// What it does not survive: a replica that acknowledged and then restarts
+// without persistence before it is promoted, a replica that connects
+// between the count and the write and is promoted before its first sync
+// ends, and more than one failure. It trades availability for this: with
+// a replica down or lagging past timeout, every acquire fails until it is
+// back or the deployment's replica count (and atLeast) is lowered.
+//
+// It needs a *redis.Client (a single server with replicas, or
+// redis.NewFailoverClient for Sentinel) or a *redis.ClusterClient;
+// atLeast must be at least 1 and timeout positive.
+func WaitAllReplicas(atLeast int, timeout time.Duration) Option {
+	return func(o *options) {
+		if atLeast < 1 || timeout <= 0 {
+			o.invalid(fmt.Errorf("redisstore: WaitAllReplicas needs at least 1 replica and a positive timeout, got %d and %v", atLeast, timeout))
+			return
+		}
+		o.replicas, o.waitTimeout, o.waitAll = atLeast, timeout, true
+	}
+}
+
+// AllowUnackedReplicas lets WaitReplicas(n) write while the primary has
+// more than n connected replicas: the weaker guarantee, that a lease
+// survives a failover only when the promoted replica happens to be one of
+// the n that acknowledged (Sentinel's replica-priority or Cluster's
+// election decide which, not the replication offset). Without it such a
+// write is refused. It has no effect without WaitReplicas.
+func AllowUnackedReplicas() Option {
+	return func(o *options) { o.partial = true }
 }
 
 // New returns a Store on client. An invalid option or a nil client is
@@ -177,7 +251,8 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			opt(&o)
 		}
 	}
-	s := &Store{client: client, prefix: o.prefix, replicas: o.replicas, waitTimeout: o.waitTimeout, err: o.err}
+	s := &Store{client: client, prefix: o.prefix, replicas: o.replicas, waitAll: o.waitAll, partial: o.partial,
+		waitTimeout: o.waitTimeout, err: o.err}
 	if client == nil {
 		s.err = errors.New("redisstore: New needs a client, got nil")
 	}
@@ -185,7 +260,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		switch client.(type) {
 		case *redis.Client, *redis.ClusterClient:
 		default:
-			s.err = fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client (single or Sentinel) or a *redis.ClusterClient, got %T", client)
+			s.err = fmt.Errorf("redisstore: WaitReplicas and WaitAllReplicas need a *redis.Client (single or Sentinel) or a *redis.ClusterClient, got %T", client)
 		}
 	}
 	return s

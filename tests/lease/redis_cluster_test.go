@@ -25,7 +25,7 @@ func clusterClient(t *testing.T, c *servers.RedisCluster) *redis.ClusterClient {
 }
 
 // TestRedisClusterConformance: the conformance suite on a 6-node Redis
-// Cluster, with and without WaitReplicas.
+// Cluster, with and without WaitReplicas and WaitAllReplicas.
 func TestRedisClusterConformance(t *testing.T) {
 	t.Parallel() // its own servers; mostly waiting for failovers
 	c := servers.StartRedisCluster(t)
@@ -35,6 +35,7 @@ func TestRedisClusterConformance(t *testing.T) {
 	}{
 		{"async", nil},
 		{"WaitReplicas", []redisstore.Option{redisstore.WaitReplicas(1, time.Second)}},
+		{"WaitAllReplicas", []redisstore.Option{redisstore.WaitAllReplicas(1, time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leasetest.Run(t, func(t *testing.T) lease.Store {

@@ -45,7 +45,7 @@ func (s *sentinelSet) client(t *testing.T) *redis.Client {
 }
 
 // TestSentinelConformance: the conformance suite through Sentinel, with
-// and without WaitReplicas.
+// and without WaitReplicas and WaitAllReplicas.
 func TestSentinelConformance(t *testing.T) {
 	t.Parallel() // its own servers; mostly waiting for failovers
 	set := startSentinelSet(t)
@@ -55,6 +55,7 @@ func TestSentinelConformance(t *testing.T) {
 	}{
 		{"async", nil},
 		{"WaitReplicas", []redisstore.Option{redisstore.WaitReplicas(1, time.Second)}},
+		{"WaitAllReplicas", []redisstore.Option{redisstore.WaitAllReplicas(1, time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leasetest.Run(t, func(t *testing.T) lease.Store {
