@@ -29,9 +29,12 @@ import (
 // a second slot. The capacity is asked of the resource's row as
 // read under the lock, so lowering it below the number of active holds
 // grants nothing new and leaves the existing holds alone; a capacity of zero
-// or less is always full.
+// or less is always full, and said so with an error matching both ErrFull
+// and ErrNoCapacity (a capacity column forgotten, or unset on old rows,
+// looks like that).
 //
-// Holders compare byte for byte ("alice" and "alice " are two holders).
+// Holders compare byte for byte ("alice" and "alice " are two holders); a
+// holder with a NUL byte is refused with ErrInvalid before anything is sent.
 // The call ends when ctx or db's own context ends, whichever is first.
 //
 // The resource's row must exist (ErrNotFound otherwise). A resource without
@@ -69,6 +72,11 @@ func Acquire(ctx context.Context, db *gorm.DB, resource Holdable, holder string,
 	}
 	report(db, c.expired)       // observe.go
 	observeAcquired(db, res, h) // observe.go
+	if h == nil && c.capacity == 0 {
+		return nil, fmt.Errorf("holds: acquiring %s %s for %q: its row says a capacity of %d (HoldCapacity of the row as stored), so nothing can be granted; "+
+			"if that is not meant, check that the capacity column exists, is set on rows created before it, and is the field HoldCapacity reads: %w (%w)",
+			res.table, res.id, holder, c.rawCapacity, ErrNoCapacity, ErrFull)
+	}
 	if h == nil {
 		return nil, fmt.Errorf("holds: acquiring %s %s for %q: all %d slots are held: %w", res.table, res.id, holder, c.capacity, ErrFull)
 	}
@@ -88,7 +96,7 @@ func acquireOnce(ctx context.Context, r runner, c *call, holder string, ttl int6
 	if err != nil {
 		return nil, err
 	}
-	c.capacity = max(capacity, 0)
+	c.capacity, c.rawCapacity = max(capacity, 0), capacity
 	if c.observed {
 		// Under the lock, so that the count below and the report agree;
 		// kept until the transaction commits (a replay sweeps again).
@@ -232,8 +240,9 @@ type call struct {
 	callerTx bool
 	observed bool // an Observer is set: sweep expired holds (observe.go)
 
-	capacity int             // Acquire: the capacity the row said
-	expired  []observe.Event // Acquire: HoldExpired events to report once committed
+	capacity    int             // Acquire: the capacity the row said, at least 0
+	rawCapacity int             // as the row said it
+	expired     []observe.Event // Acquire: HoldExpired events to report once committed
 }
 
 func (c *call) runner(q gorm.ConnPool) runner { return runner{db: c.sess, q: q} }

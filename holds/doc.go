@@ -178,7 +178,12 @@
 // # The holds table
 //
 // Migrate creates the holds table (DefaultTable, or the name given with
-// Table) and the index the count uses; several processes may run it at once. Released and expired holds stay in
-// the table as history; delete old ones with plain SQL when they are no
-// longer wanted.
+// Table) and the index the count uses; several processes may run it at
+// once. Released and expired holds stay in the table as history. They cost
+// Acquire nothing: the count reads only the active holds through the index
+// (resource, released_at, expires_at), with the database clock evaluated
+// once per statement, so a resource with a million holds that expired
+// unreleased acquires as fast as one with none. Purge deletes the holds that
+// ended more than a given age ago, in small batches, never an active one;
+// nothing purges by default (see Purge for the trade-off).
 package holds

@@ -35,3 +35,11 @@ var ErrLost = errors.New("holds: hold lost (expired, force-released or released 
 // one that was lost. Its slot may already belong to someone else, so it
 // cannot be revived.
 var ErrNotActive = errors.New("holds: hold is not active")
+
+// ErrNoCapacity is matched by errors.Is, together with ErrFull, when
+// Acquire found the resource's row saying a capacity of zero or less: no
+// hold can be granted however many are released. A closed resource says
+// so on purpose; otherwise the capacity column is missing, unset (zero or
+// NULL) on rows that predate it, or not the field HoldCapacity reads. It
+// matches ErrFull too, since to a caller a closed resource is full.
+var ErrNoCapacity = errors.New("holds: the resource's capacity is zero")

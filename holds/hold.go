@@ -37,7 +37,9 @@ type Hold struct {
 	// ExpiresAt is when the hold stops counting, by the database clock; nil
 	// when it lasts until released.
 	ExpiresAt *time.Time
-	// ReleasedAt is when the hold was released; nil while it is not.
+	// ReleasedAt is when the hold was released; nil while it is not (and
+	// after a Release whose row a Purge of age ~0 deleted at once, before
+	// the time could be read back).
 	ReleasedAt *time.Time
 
 	// table is the holds table the hold lives in, as Acquire or ActiveFor

@@ -68,6 +68,13 @@ func Release(ctx context.Context, db *gorm.DB, h *Hold, opts ...Option) (release
 	if err != nil {
 		return fmt.Errorf("holds: reading hold %d on %s: %w", h.ID, c.d, ctxError(ctx, err))
 	}
+	if !found && n == 1 {
+		// Released by the UPDATE above, then deleted by a Purge with an age
+		// shorter than the time between the two statements: released all
+		// the same, at a time no row says any more.
+		h.ReleasedAt, h.released = nil, true
+		return nil
+	}
 	if !found {
 		return fmt.Errorf("holds: releasing hold %d: %w in %s", h.ID, ErrNotFound, c.st.table)
 	}

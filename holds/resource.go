@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
+	"strings"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -162,6 +163,10 @@ func checkHolder(holder string) error {
 		return fmt.Errorf("%w: holder is %d bytes, at most %d", ErrInvalid, len(holder), maxHolderLen)
 	case !utf8.ValidString(holder):
 		return fmt.Errorf("%w: holder is not valid UTF-8", ErrInvalid)
+	case strings.IndexByte(holder, 0) >= 0:
+		// PostgreSQL refuses NUL in text, and elsewhere it would cut the
+		// holder short in C-string tools: refused everywhere alike.
+		return fmt.Errorf("%w: holder %s contains a NUL byte", ErrInvalid, capQuote(holder))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package holds
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -30,9 +31,56 @@ func newStatements(d dialects.Dialect, table string) statements {
 }
 
 // active is the condition for a hold that counts: not released and not
-// expired by the database clock.
+// expired by the database clock. It is for statements that find their hold
+// by id; a statement over one resource's holds uses activeOf, which the
+// index can narrow.
 func (s statements) active() string {
 	return "released_at IS NULL AND (expires_at IS NULL OR expires_at > " + s.now + ")"
+}
+
+// clock is the database clock as a value fixed once per statement, which an
+// index range can compare against: PostgreSQL's clock_timestamp() is
+// volatile, so compared directly it is evaluated per row and the index
+// narrows only released_at IS NULL, leaving every hold that expired without
+// a Release to be read again by every later count. As an uncorrelated
+// subquery it runs once (an InitPlan) and expires_at > it becomes an index
+// condition. SQLite plans it the same way. MySQL, MariaDB and SQL Server
+// fix UTC_TIMESTAMP(6) and SYSUTCDATETIME() per statement already and
+// range-scan the plain expression.
+func (s statements) clock() string {
+	switch s.d.Kind {
+	case dialects.Postgres, dialects.SQLite:
+		return "(SELECT " + s.now + ")"
+	}
+	return s.now
+}
+
+// arg is the placeholder of the n-th argument of a statement: "?" (bind
+// numbers them in order, so they must appear in argument order), and on
+// SQLite "?n", since activeOf repeats the resource's arguments there.
+func (s statements) arg(n int) string {
+	if s.d.Kind == dialects.SQLite {
+		return "?" + strconv.Itoa(n)
+	}
+	return "?"
+}
+
+// activeOf is the condition for the active holds of one resource, whose
+// type and id are the placeholders rt and rid, written so that the index
+// (resource_type, resource_id, released_at, expires_at) reads only the
+// active holds: a hold that expired unreleased is skipped by the index
+// range, not read and filtered. The cost of a count then stays flat however
+// many such holds the resource has gathered. PostgreSQL ORs two index
+// ranges (a BitmapOr), MySQL and MariaDB range-scan both; SQLite does
+// neither with an OR in the WHERE clause, so there the two ranges are a
+// UNION ALL of ids (and rt and rid appear twice: numbered placeholders).
+func (s statements) activeOf(rt, rid string) string {
+	res := "resource_type = " + rt + " AND resource_id = " + rid + " AND released_at IS NULL AND "
+	if s.d.Kind == dialects.SQLite {
+		return "id IN (SELECT id FROM " + s.holds + " WHERE " + res + "expires_at IS NULL UNION ALL SELECT id FROM " +
+			s.holds + " WHERE " + res + "expires_at > " + s.clock() + ")"
+	}
+	return res + "(expires_at IS NULL OR expires_at > " + s.clock() + ")"
 }
 
 // lockResource returns the statements that lock the resource's row and read
@@ -62,8 +110,8 @@ func (s statements) lockResource(table, key string) (lock, read string) {
 // locked, and miss holds committed since; a locking read always sees the
 // latest committed rows.
 func (s statements) count(share bool) string {
-	q := "SELECT COUNT(*), MIN(CASE WHEN " + s.holderIs() + " THEN id END), " + s.now +
-		" FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
+	q := "SELECT COUNT(*), MIN(CASE WHEN " + s.holderIsArg(s.arg(1)) + " THEN id END), " + s.now +
+		" FROM " + s.holds + " WHERE " + s.activeOf(s.arg(2), s.arg(3))
 	if share {
 		q += s.d.LatestRead()
 	}
@@ -77,14 +125,17 @@ func (s statements) count(share bool) string {
 // binary is exact there, on a holder column of any type (tables made by an
 // older Migrate have VARCHAR ... utf8mb4_bin). The holder is not in the
 // index, so the cast costs no index use.
-func (s statements) holderIs() string {
+func (s statements) holderIs() string { return s.holderIsArg("?") }
+
+// holderIsArg is holderIs with the placeholder p.
+func (s statements) holderIsArg(p string) string {
 	switch {
 	case s.d.IsMySQLFamily():
-		return "CAST(holder AS BINARY) = CAST(? AS BINARY)"
+		return "CAST(holder AS BINARY) = CAST(" + p + " AS BINARY)"
 	case s.d.Kind == dialects.SQLServer:
-		return "CAST(holder AS VARBINARY(510)) = CAST(? AS VARBINARY(510))"
+		return "CAST(holder AS VARBINARY(510)) = CAST(" + p + " AS VARBINARY(510))"
 	}
-	return "holder = ?"
+	return "holder = " + p
 }
 
 // isolation returns the query that reads the isolation level of the
@@ -123,14 +174,14 @@ func (s statements) snapshotIsolation(level string) bool {
 // countActive counts a resource's active holds. Arguments: resource type,
 // resource id.
 func (s statements) countActive() string {
-	return "SELECT COUNT(*) FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active()
+	return "SELECT COUNT(*) FROM " + s.holds + " WHERE " + s.activeOf(s.arg(1), s.arg(2))
 }
 
 // activeFor reads a holder's active hold. Arguments: resource type, resource
 // id, holder.
 func (s statements) activeFor() string {
 	return "SELECT " + holdColumns + " FROM " + s.holds +
-		" WHERE resource_type = ? AND resource_id = ? AND " + s.holderIs() + " AND " + s.active() + " ORDER BY id"
+		" WHERE " + s.activeOf(s.arg(1), s.arg(2)) + " AND " + s.holderIsArg(s.arg(3)) + " ORDER BY id"
 }
 
 // byID reads one hold. Argument: id.
@@ -177,7 +228,7 @@ func (s statements) grant() string {
 		"SELECT CAST($1 AS VARCHAR), CAST($2 AS VARCHAR), CAST($3 AS VARCHAR), n.now, n.now + CAST($4 AS BIGINT) " +
 		"FROM (SELECT " + s.now + " AS now) AS n, " +
 		"(SELECT COUNT(*) AS total, COUNT(CASE WHEN holder = $3 THEN 1 END) AS mine FROM " + s.holds +
-		" WHERE resource_type = $1 AND resource_id = $2 AND " + s.active() + ") AS k " +
+		" WHERE " + s.activeOf("$1", "$2") + ") AS k " +
 		"WHERE k.mine = 0 AND k.total < CAST($5 AS BIGINT) " +
 		"RETURNING id, created_at, expires_at"
 }
@@ -231,11 +282,11 @@ func (s statements) release() string {
 // forceReleaseHolder lists one holder's. Arguments: resource type, resource
 // id, holder.
 func (s statements) forceRelease() string {
-	return "SELECT id FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active() + " ORDER BY id"
+	return "SELECT id FROM " + s.holds + " WHERE " + s.activeOf(s.arg(1), s.arg(2)) + " ORDER BY id"
 }
 
 func (s statements) forceReleaseHolder() string {
-	return "SELECT id FROM " + s.holds + " WHERE resource_type = ? AND resource_id = ? AND " + s.active() + " AND " + s.holderIs() + " ORDER BY id"
+	return "SELECT id FROM " + s.holds + " WHERE " + s.activeOf(s.arg(1), s.arg(2)) + " AND " + s.holderIsArg(s.arg(3)) + " ORDER BY id"
 }
 
 // expiredUnmarked lists a resource's holds whose TTL has passed by the
@@ -243,7 +294,7 @@ func (s statements) forceReleaseHolder() string {
 // Arguments: resource type, resource id.
 func (s statements) expiredUnmarked() string {
 	return "SELECT id, created_at, expires_at FROM " + s.holds +
-		" WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL AND expires_at IS NOT NULL AND expires_at <= " + s.now
+		" WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL AND expires_at IS NOT NULL AND expires_at <= " + s.clock()
 }
 
 // markExpired records that an expired hold ended at its expiry

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // LocalStore keeps leases as flock(2) locks on files in one directory, for
@@ -23,42 +21,58 @@ import (
 // crashes frees its leases at once; TTLs are therefore ignored: a lease
 // lasts until it is released or its process ends.
 //
-// Each name has two small files in the directory, named from the SHA-256
-// of the name so that any name is safe: lockplugin-lease-<hash>.lock,
-// which is locked, and lockplugin-lease-<hash>.fence, which keeps the
-// fencing counter (written only by the lock's holder). They stay after
-// release, so that the counter survives; deleting them resets it.
+// Each held name has one small file in the directory, named from the
+// SHA-256 of the name so that any name is safe: lockplugin-lease-<hash>.lock,
+// which is locked and says the lease's fence. Release removes it (on Unix),
+// so the directory holds one file per live lease and one counter, however
+// many names have come and gone. The removal is safe against an acquirer
+// that opened the file just before: an acquirer that wins the lock checks
+// that the file it locked is still the one the path names (same inode), and
+// starts again otherwise; the releaser unlinks before it unlocks. Elsewhere
+// (Windows, which cannot remove an open file) the .lock files stay.
 //
-// Fences never go back, after a crashed process or a crashed machine, yet
-// an acquire does not wait for the disk: the .fence file keeps the last
-// fence issued and the end of a block of fences reserved ahead (1000),
-// and only reserving a block is synced to disk. A process killed at any
-// moment loses nothing, since its writes are in the kernel's page cache,
-// which every process reads. After a reboot, when the last fence may not
-// have reached the disk, counting restarts above the reserved block; the
-// file records the boot (Linux's boot_id) to tell. Where the boot cannot
-// be identified (systems other than Linux), every fence is synced.
+// Fences come from one counter for the whole directory,
+// lockplugin-lease-fences, so every fence is above every fence issued
+// before it in the directory, for any name; a new name costs no disk sync
+// of its own. Fences never go back, after a crashed process or a crashed
+// machine, yet an acquire does not wait for the disk: the counter keeps
+// the last fence issued and the end of a block of fences reserved ahead
+// (1000), and only reserving a block is synced to disk. A process killed at
+// any moment loses nothing, since its writes are in the kernel's page
+// cache, which every process reads. After a reboot, when the last fence
+// may not have reached the disk, counting restarts above the reserved
+// block; the counter records the boot (Linux's boot_id) to tell. Where the
+// boot cannot be identified (systems other than Linux), every fence is
+// synced. Processes take turns on the counter with a lock of their own on
+// it. Deleting the counter resets the fences.
+//
+// A directory used by an earlier version, with one .fence file per name,
+// is taken over: the counter starts above the highest of them, and each
+// name's old file is removed at its next acquire. Upgrade every process
+// sharing a directory together.
 //
 // Leases held through one LocalStore also exclude each other inside the
 // process, whatever the platform's flock does for one process. An Acquire
 // by the owner that already holds the name through the same LocalStore (a
-// retry) returns the lease's fence again. A LocalStore keeps the .fence
-// files of up to 64 names open between acquires; Close closes them (on
-// Windows, before the directory can be removed).
+// retry) returns the lease's fence again. A LocalStore keeps the counter
+// open between acquires; Close closes it (on Windows, before the directory
+// can be removed).
 type LocalStore struct {
 	dir string
 
-	mu     sync.Mutex
-	held   map[string]*localHold
-	fences map[string]*os.File // open .fence files, see fenceFile
+	mu   sync.Mutex
+	held map[string]*localHold
+
+	counterMu sync.Mutex // one goroutine at a time on the counter
+	counter   *os.File   // the open counter, see bump
 }
 
-// maxOpenFences bounds the .fence files a LocalStore keeps open.
-const maxOpenFences = 64
+// counterFile names the directory's fence counter.
+const counterFile = localFilePrefix + "fences"
 
 type localHold struct {
 	owner   string
-	lock    *flock.Flock
+	lock    *fileLock
 	fence   int64
 	pending bool // acquired but not yet returned to the caller
 }
@@ -83,7 +97,7 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("lease: local store: %s is not a directory", dir)
 	}
-	return &LocalStore{dir: dir, held: map[string]*localHold{}, fences: map[string]*os.File{}}, nil
+	return &LocalStore{dir: dir, held: map[string]*localHold{}}, nil
 }
 
 // Dir returns the directory holding the lock files ("" for a LocalStore
@@ -97,7 +111,7 @@ func (s *LocalStore) Dir() string {
 
 // check refuses a LocalStore not made by NewLocalStore.
 func (s *LocalStore) check() error {
-	if s == nil || s.dir == "" || s.held == nil || s.fences == nil {
+	if s == nil || s.dir == "" || s.held == nil {
 		return errZeroLocal
 	}
 	return nil
@@ -147,27 +161,34 @@ func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.D
 
 func (s *LocalStore) lock(name string, h *localHold) (int64, bool, error) {
 	base := s.path(name)
-	fl := flock.New(base + ".lock")
-	ok, err := fl.TryLock()
+	fl, ok, err := tryLockFile(base + ".lock")
 	if err != nil {
-		return 0, false, fmt.Errorf("lease: local store: locking %s: %w", fl.Path(), err)
+		return 0, false, fmt.Errorf("lease: local store: locking %s: %w", base+".lock", err)
 	}
 	if !ok {
 		return 0, false, nil
 	}
-	fence, err := s.bump(name, base+".fence")
+	fence, err := s.bump()
+	if err == nil && fl.f != nil {
+		// For Leases (lockcheck who): the fence, in the page cache only.
+		_, err = fl.f.WriteAt(appendPadded(nil, fence), 0)
+	}
 	if err != nil {
-		_ = fl.Unlock()
+		_ = fl.unlock(false)
 		return 0, false, err
 	}
+	// An earlier version's counter for this name: the directory's counter
+	// started above it (takeOver), so it is no longer needed.
+	_ = os.Remove(base + ".fence")
 	h.lock, h.fence = fl, fence
 	return fence, true, nil
 }
 
-// fenceBlock is how many fences one sync of a .fence file reserves.
+// fenceBlock is how many fences one sync of the counter reserves.
 const fenceBlock = 1000
 
-// fenceRecord is the content of a .fence file: the last fence issued, the
+// fenceRecord is the content of the counter (and of an earlier version's
+// per-name .fence files): the last fence issued, the
 // end of the reserved block (on disk: no fence above it was ever issued
 // before the block was synced), and the boot during which last was
 // written. Written whole by one WriteAt at offset 0, within one disk
@@ -241,56 +262,104 @@ var bootID = sync.OnceValue(func() string {
 	return id
 })
 
-// bump issues name's next fence from its .fence file at path. The store
-// keeps the file open for the next acquire of name (up to maxOpenFences
-// names), which saves opening and closing it every time; only the lock's
-// holder uses it, and s.held lets one Acquire of name at a time get here.
-func (s *LocalStore) bump(name, path string) (int64, error) {
-	s.mu.Lock()
-	f := s.fences[name]
-	s.mu.Unlock()
-	if f == nil {
-		var err error
-		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
-			return 0, fmt.Errorf("lease: local store: opening fence file: %w", err)
+// bump issues the directory's next fence from its counter. The counter
+// stays open for the next acquire; goroutines take turns on it with
+// counterMu, processes with a lock on it (lockCounter), held only for the
+// read and write.
+func (s *LocalStore) bump() (int64, error) {
+	s.counterMu.Lock()
+	defer s.counterMu.Unlock()
+	path := filepath.Join(s.dir, counterFile)
+	if s.counter == nil {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return 0, fmt.Errorf("lease: local store: opening the fence counter: %w", err)
 		}
-		s.mu.Lock()
-		if len(s.fences) < maxOpenFences {
-			s.fences[name] = f
-		}
-		s.mu.Unlock()
+		s.counter = f
 	}
-	fence, err := bumpFence(f, path)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil || s.fences[name] != f {
-		if s.fences[name] == f {
-			delete(s.fences, name)
-		}
-		_ = f.Close()
+	unlock, err := lockCounter(s.counter, path)
+	if err != nil {
+		s.closeCounter()
+		return 0, fmt.Errorf("lease: local store: locking %s: %w", path, err)
+	}
+	defer unlock()
+	if err := s.takeOver(path); err != nil {
+		s.closeCounter()
+		return 0, err
+	}
+	fence, err := bumpFence(s.counter, path)
+	if err != nil {
+		s.closeCounter()
 	}
 	return fence, err
 }
 
-// Close closes the .fence files the store keeps open. Leases held through
-// it stay held; the store stays usable and opens them again as needed.
+// takeOver starts a new, empty counter above every fence the per-name
+// .fence files of an earlier version issued (their reserved ends, which
+// were synced): written as a record of no known boot, so that the first
+// bump reserves and syncs a block above it. Called under the counter's
+// lock.
+func (s *LocalStore) takeOver(path string) error {
+	if st, err := s.counter.Stat(); err != nil || st.Size() > 0 {
+		return err
+	}
+	dirents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("lease: local store: listing %s: %w", s.dir, err)
+	}
+	var floor int64
+	for _, de := range dirents {
+		n := de.Name()
+		if !strings.HasPrefix(n, localFilePrefix) || !strings.HasSuffix(n, ".fence") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, n))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed by its name's acquirer meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("lease: local store: reading %s: %w", n, err)
+		}
+		rec, err := parseFenceRecord(b)
+		if err != nil {
+			return fmt.Errorf("lease: local store: %s is corrupt (%v); move it away to reset its counter", filepath.Join(s.dir, n), err)
+		}
+		floor = max(floor, rec.reserved)
+	}
+	if floor == 0 {
+		return nil
+	}
+	if _, err := s.counter.WriteAt(fenceRecord{last: floor, reserved: floor}.encode(), 0); err != nil {
+		return fmt.Errorf("lease: local store: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s *LocalStore) closeCounter() {
+	if s.counter != nil {
+		_ = s.counter.Close()
+		s.counter = nil
+	}
+}
+
+// Close closes the fence counter the store keeps open. Leases held
+// through it stay held; the store stays usable and opens it again as
+// needed.
 func (s *LocalStore) Close() error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var first error
-	for name, f := range s.fences {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
-		}
-		delete(s.fences, name)
+	s.counterMu.Lock()
+	defer s.counterMu.Unlock()
+	var err error
+	if s.counter != nil {
+		err = s.counter.Close()
+		s.counter = nil
 	}
-	return first
+	return err
 }
 
-// bumpFence issues the next fence from f, the .fence file at path, and
+// bumpFence issues the next fence from f, the counter at path, and
 // returns it. The caller
 // holds the name's file lock, which makes it the only writer. Within the
 // boot that wrote the record, the next fence follows the last one issued;
@@ -347,8 +416,8 @@ func (s *LocalStore) Release(ctx context.Context, name, owner string) (bool, err
 	if !ok || h.pending || h.owner != owner {
 		return false, nil
 	}
-	if err := h.lock.Unlock(); err != nil {
-		return false, fmt.Errorf("lease: local store: unlocking %s: %w", h.lock.Path(), err)
+	if err := h.lock.unlock(true); err != nil {
+		return false, fmt.Errorf("lease: local store: unlocking %s: %w", h.lock.path, err)
 	}
 	delete(s.held, name)
 	return true, nil

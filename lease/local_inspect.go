@@ -121,17 +121,23 @@ func (s *LocalStore) Leases(ctx context.Context, names ...string) ([]LocalEntry,
 		} else {
 			e.Name = "sha256:" + strings.TrimPrefix(base, localFilePrefix)
 		}
-		e.Fence = readFence(filepath.Join(s.dir, base+".fence"))
+		e.Fence = readFence(path, filepath.Join(s.dir, base+".fence"))
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// readFence reads the last fence issued from a .fence file; 0 when it
-// cannot be read.
-func readFence(path string) int64 {
-	f, err := os.Open(path)
+// readFence reads a held lease's fence from its .lock file, where its
+// holder wrote it, or from legacy, the .fence file of an earlier version,
+// when the .lock file has none; 0 when neither can be read.
+func readFence(lock, legacy string) int64 {
+	if b, err := os.ReadFile(lock); err == nil && len(b) == 20 {
+		if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+			return n
+		}
+	}
+	f, err := os.Open(legacy)
 	if err != nil {
 		return 0
 	}

@@ -50,20 +50,29 @@ func TestLocalStoreFilesAndDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, name := range []string{"../../etc/passwd", "a/b\\c:d*?\x00", strings.Repeat("é", 400)} {
+	names := []string{"../../etc/passwd", "a/b\\c:d*?\x00", strings.Repeat("é", 400)}
+	for i, name := range names {
 		f, ok, err := s.Acquire(ctx, name, "o", 0)
-		if err != nil || !ok || f != 1 {
-			t.Fatalf("Acquire(%q) = %d %v %v", name, f, ok, err)
+		if err != nil || !ok || f != int64(i+1) {
+			t.Fatalf("Acquire(%q) = %d %v %v; want fence %d (one counter for the directory)", name, f, ok, err, i+1)
 		}
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 6 {
-		t.Fatalf("%d files in the store directory, want 6 (a .lock and a .fence per name)", len(entries))
+	if len(entries) != 4 {
+		t.Fatalf("%d files in the store directory, want 4 (a .lock per held name and the counter)", len(entries))
 	}
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "lockplugin-lease-") {
 			t.Fatalf("unexpected file %s", e.Name())
 		}
+	}
+	for _, name := range names {
+		if ok, err := s.Release(ctx, name, "o"); !ok || err != nil {
+			t.Fatalf("Release(%q) = %v %v", name, ok, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); runtime.GOOS != "windows" && len(entries) != 1 {
+		t.Fatalf("%d files after release, want 1 (the counter)", len(entries))
 	}
 	if d, err := lease.NewLocalStore(""); err != nil || d.Dir() != os.TempDir() {
 		t.Fatalf(`NewLocalStore("") = %v, %v; want os.TempDir()`, d.Dir(), err)
@@ -103,21 +112,22 @@ func takeRelease(t *testing.T, s *lease.LocalStore, name string) int64 {
 	return f
 }
 
-// TestLocalStoreFenceFile: the .fence file keeps the last fence and the
-// end of a reserved block. A record left by another boot, whose last
+// TestLocalStoreFenceFile: the directory's counter keeps the last fence and
+// the end of a reserved block. A record left by another boot, whose last
 // fence may not have reached the disk before a power loss, restarts above
-// the reserved block; the bare counter of earlier versions goes on from
-// itself; a corrupt file is an error, not a reset.
+// the reserved block; a directory of an earlier version, with a counter per
+// name, starts above the highest of them; a corrupt counter is an error,
+// not a reset.
 func TestLocalStoreFenceFile(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := lease.NewLocalStore(dir)
 	defer s.Close()
 	for i := int64(1); i <= 5; i++ {
-		if f := takeRelease(t, s, "n"); f != i {
+		if f := takeRelease(t, s, fmt.Sprint("n", i%2)); f != i {
 			t.Fatalf("fence %d, want %d", f, i)
 		}
 	}
-	path := fenceFile(dir, "n")
+	path := filepath.Join(dir, "lockplugin-lease-fences")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +135,7 @@ func TestLocalStoreFenceFile(t *testing.T) {
 	fields := strings.Fields(string(b))
 	linux := runtime.GOOS == "linux"
 	if len(fields) < 3 || fields[0] != "v2" || fields[1] != fmt.Sprintf("%020d", 5) {
-		t.Fatalf("fence file %q", b)
+		t.Fatalf("counter %q", b)
 	}
 	if reserved := fields[2]; linux && reserved != fmt.Sprintf("%020d", 1000) || !linux && reserved != fmt.Sprintf("%020d", 5) {
 		t.Fatalf("reserved end %s (linux %v)", reserved, linux)
@@ -136,33 +146,45 @@ func TestLocalStoreFenceFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(other), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s2, _ := lease.NewLocalStore(dir) // a fresh store: no file kept open
+	s2, _ := lease.NewLocalStore(dir) // a fresh store: the counter not kept open
 	defer s2.Close()
 	if f := takeRelease(t, s2, "n"); f != 1001 {
 		t.Fatalf("after a reboot: fence %d, want 1001 (above the reserved block)", f)
 	}
-	if f := takeRelease(t, s2, "n"); f != 1002 {
+	if f := takeRelease(t, s2, "m"); f != 1002 {
 		t.Fatalf("then %d, want 1002", f)
 	}
 
-	// Earlier versions' counter, synced at every acquire.
-	if err := os.WriteFile(fenceFile(dir, "old"), []byte(fmt.Sprintf("%020d", 42)), 0o600); err != nil {
+	// An earlier version's directory: a bare counter (42) and a record
+	// (reserved up to 5000) per name. The counter starts above both, and
+	// a name's old file goes at its next acquire.
+	old := t.TempDir()
+	if err := os.WriteFile(fenceFile(old, "a"), []byte(fmt.Sprintf("%020d", 42)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if f := takeRelease(t, s2, "old"); f != 43 {
-		t.Fatalf("from an earlier version's counter 42: fence %d, want 43", f)
+	rec := fmt.Sprintf("v2 %020d %020d %-36s\n", 4100, 5000, "00000000-0000-0000-0000-000000000000")
+	if err := os.WriteFile(fenceFile(old, "b"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	s3, _ := lease.NewLocalStore(old)
+	if f := takeRelease(t, s3, "a"); f != 5001 {
+		t.Fatalf("from an earlier version's counters 42 and 5000: fence %d, want 5001", f)
+	}
+	if _, err := os.Stat(fenceFile(old, "a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old counter of a name acquired since is still there: %v", err)
+	}
+	_ = s3.Close()
 
 	for _, bad := range []string{"garbage", fmt.Sprintf("v2 %020d %020d %-36s\n", 9, 5, "x"), "-3"} {
-		if err := os.WriteFile(fenceFile(dir, "bad"), []byte(bad), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s3, _ := lease.NewLocalStore(dir)
-		_, ok, err := s3.Acquire(context.Background(), "bad", "o", 0)
+		s4, _ := lease.NewLocalStore(dir)
+		_, ok, err := s4.Acquire(context.Background(), "bad", "o", 0)
 		if ok || err == nil || !strings.Contains(err.Error(), "corrupt") {
-			t.Fatalf("corrupt fence file %q: %v %v, want an error naming it corrupt", bad, ok, err)
+			t.Fatalf("corrupt counter %q: %v %v, want an error naming it corrupt", bad, ok, err)
 		}
-		_ = s3.Close()
+		_ = s4.Close()
 	}
 }
 

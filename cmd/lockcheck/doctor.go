@@ -156,6 +156,9 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 	} else if f != nil {
 		fs = append(fs, *f)
 	}
+	if f, _ := expiredHolds(ctx, sqlDB, d.kind); f != nil { // doctor_holds.go
+		fs = append(fs, *f)
+	}
 	if o.redis != "" {
 		rf, err := doctorRedis(ctx, o.redis)
 		if err != nil {

@@ -1,7 +1,8 @@
 -- KEYS[1] lock key, KEYS[2] fence counter (same hash slot)
 -- Deletes the lease whoever holds it and moves the fence counter on, as
 -- acquire.lua does (max(counter + 1, server clock in microseconds)), so
--- the next holder's fence is above the old holder's.
+-- the next holder's fence is above the old holder's. The counter then
+-- expires once the clock has passed it (as release.lua's).
 -- Returns 1 when a lease was held, 0 when not.
 if redis.call("EXISTS", KEYS[1]) == 0 then
 	return 0
@@ -13,5 +14,5 @@ local f = (tonumber(redis.call("GET", KEYS[2])) or 0) + 1
 if now > f then
 	f = now
 end
-redis.call("SET", KEYS[2], string.format("%d", f))
+redis.call("SET", KEYS[2], string.format("%d", f), "PX", string.format("%d", math.ceil((f - now) / 1000) + 1000))
 return 1

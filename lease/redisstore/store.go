@@ -8,8 +8,11 @@
 //
 // Each lease is one key, <prefix>{<name>}, holding the owner token with a
 // PX expiry, so that expiry follows Redis's own clock. Each name also has a
-// fencing counter, <prefix>{<name>}:fence, which never expires; the hash
-// tag puts both keys in one Cluster slot. Every operation is one Lua script
+// fencing counter, <prefix>{<name>}:fence, while its lease lives: Release
+// deletes it, and it expires a second after an unreleased lease does (once
+// the server clock has passed it, which the fences' clock floor below makes
+// enough), so the keys are bounded by the live leases however many names
+// come and go; the hash tag puts both keys in one Cluster slot. Every operation is one Lua script
 // (EVALSHA), atomic on the server.
 //
 // Acquire is idempotent per owner: the same owner acquiring a lease it
@@ -25,8 +28,9 @@
 // new holder can take a name while the old one still works; the old
 // holder's lower fence is then the only defence, which is why the
 // resource the lease protects must check fences. Run Redis with a
-// noeviction or volatile-* maxmemory policy (the counters have no TTL, so
-// volatile policies never evict them), and with AOF persistence
+// noeviction or volatile-* maxmemory policy (a counter evicted early costs
+// only a retried Acquire's idempotence: the clock floor keeps fences
+// increasing), and with AOF persistence
 // (appendfsync always) where the leases themselves must survive a
 // restart.
 //
@@ -305,7 +309,8 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	if err := s.check(ctx, name, owner, 0); err != nil {
 		return false, err
 	}
-	n, err := releaseScript.Run(ctx, s.client, []string{s.Key(name)}, owner).Int64()
+	k := s.Key(name)
+	n, err := releaseScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner).Int64()
 	if err != nil {
 		return false, s.failed(ctx, "release", err)
 	}
@@ -321,7 +326,8 @@ func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Durati
 	if s.replicas > 0 {
 		return s.refreshReplicated(ctx, s.Key(name), owner, ttl)
 	}
-	n, err := refreshScript.Run(ctx, s.client, []string{s.Key(name)}, owner, millis(ttl)).Int64()
+	k := s.Key(name)
+	n, err := refreshScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, s.failed(ctx, "refresh", err)
 	}
