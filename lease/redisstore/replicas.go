@@ -107,7 +107,7 @@ func (s *Store) acquireReplicated(ctx context.Context, k, owner string, ttl time
 		// under the same owner again.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.waitTimeout+time.Second)
 		defer cancel()
-		_ = releaseScript.Run(rctx, conn, []string{k}, owner).Err()
+		_ = releaseScript.Run(rctx, conn, []string{k, k + ":fence"}, owner).Err()
 		return 0, false, s.failed(ctx, "acquire", err)
 	}
 	return fence, true, nil
@@ -125,7 +125,7 @@ func (s *Store) refreshReplicated(ctx context.Context, k, owner string, ttl time
 	if err != nil {
 		return false, s.failed(ctx, "refresh", err)
 	}
-	n, err := refreshScript.Run(ctx, conn, []string{k}, owner, millis(ttl)).Int64()
+	n, err := refreshScript.Run(ctx, conn, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, s.failed(ctx, "refresh", err)
 	}
