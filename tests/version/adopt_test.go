@@ -193,7 +193,9 @@ func TestAdoptNullColumn(t *testing.T) {
 				7: func(o *AdoptOrder) error {
 					return db.Model(&AdoptOrder{}).Where("id = ?", o.ID).Update("status", "by condition").Error
 				},
-				8: func(o *AdoptOrder) error { return db.Table("i22_orders").Where("id = ?", o.ID).Update("status", "table").Error },
+				8: func(o *AdoptOrder) error {
+					return db.Table("i22_orders").Where("id = ?", o.ID).Update("status", "table").Error
+				},
 				9: func(o *AdoptOrder) error {
 					return db.Model(&AdoptOrder{ID: o.ID}).Updates(map[string]any{"status": "supplied", "version": lockplugin.NullVersion}).Error
 				},
