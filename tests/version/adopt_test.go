@@ -344,3 +344,57 @@ func TestAdoptNullConcurrent(t *testing.T) {
 		assert.Zero(t, lost)
 	})
 }
+
+// AdoptItem is a plain versioned model for the multi-row writes.
+type AdoptItem struct {
+	ID   uint
+	Name string
+	lockplugin.Version
+}
+
+func (AdoptItem) TableName() string { return "i22_items" }
+
+// A multi-row Update or Delete refused with ErrConcurrency (one of its rows
+// is stale) reports RowsAffected 0 and leaves every row as it was, on its
+// own and inside the caller's transaction.
+func TestRefusedWriteReportsNoRows(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		writes := map[string]func(tx *gorm.DB, items []AdoptItem) *gorm.DB{
+			"Model(slice).Update": func(tx *gorm.DB, items []AdoptItem) *gorm.DB {
+				return tx.Model(&items).Update("name", "changed")
+			},
+			"Model(slice).Updates": func(tx *gorm.DB, items []AdoptItem) *gorm.DB {
+				return tx.Model(&items).Updates(map[string]any{"name": "changed"})
+			},
+			"slice Delete": func(tx *gorm.DB, items []AdoptItem) *gorm.DB { return tx.Delete(&items) },
+		}
+		for name, write := range writes {
+			for _, inTx := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/inTx=%v", name, inTx), func(t *testing.T) {
+					tg.Reset(t, &AdoptItem{})
+					items := []AdoptItem{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+					require.NoError(t, db.Create(&items).Error)
+					// Another writer moves the last one on.
+					require.NoError(t, db.Model(&AdoptItem{}).Where("id = ?", items[2].ID).Update("name", "theirs").Error)
+					var res *gorm.DB
+					if inTx {
+						require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+							res = write(tx, items)
+							return nil
+						}))
+					} else {
+						res = write(db, items)
+					}
+					require.ErrorIs(t, res.Error, lockplugin.ErrConcurrency)
+					assert.Zero(t, res.RowsAffected, "a refused write reports no row written")
+					var rows []AdoptItem
+					require.NoError(t, db.Order("id").Find(&rows).Error)
+					require.Len(t, rows, 3)
+					assert.Equal(t, []string{"a", "b", "theirs"}, []string{rows[0].Name, rows[1].Name, rows[2].Name})
+					assert.Equal(t, []lockplugin.Version{1, 1, 2}, []lockplugin.Version{rows[0].Version, rows[1].Version, rows[2].Version})
+				})
+			}
+		}
+	})
+}
