@@ -31,7 +31,12 @@ import (
 //
 //	UPDATE books SET title = ?, version = books.version + 1 WHERE id = ? AND books.version = ?
 //
-// On success the struct in memory carries the new version. A guarded
+// On success the struct in memory carries the new version. One GORM call
+// cannot keep it: Association("X").Delete on a belongs-to is sent as an
+// UPDATE by condition on a fresh model, which increments the owner row's
+// version out of reach of the owner struct; its next write is an
+// ErrConcurrency that says so. Read the owner again after it, or use
+// Association("X").Clear or Replace, which write through the struct. A guarded
 // statement that matches no row writes nothing and returns a
 // *ConcurrencyError (errors.Is(err, ErrConcurrency)); Save then does not
 // fall back to its upsert. A version the caller supplies in the values of

@@ -43,6 +43,9 @@ func conflict(db *gorm.DB, st *state) error {
 		if e.PrimaryKey == nil {
 			e.PrimaryKey = pk
 		}
+		if err == nil && found && cur != r.version {
+			e.hint = st.assocs.hint(db.Statement.Table, e.PrimaryKey)
+		}
 		if err != nil || !found || cur != r.version {
 			return e
 		}

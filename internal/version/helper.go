@@ -44,6 +44,9 @@ type state struct {
 	// zero: Strict guards a keyed model without a version by version 0.
 	zero    bool
 	userSet *clause.Clause
+	// assocs is the registration's memo of association Deletes, for the
+	// error's hint.
+	assocs *assocs
 	// A statement guarding several rows runs behind a savepoint, or in a
 	// transaction of its own whose pool is kept here.
 	savepoint string
@@ -227,7 +230,7 @@ func (g *guard) prepare(db *gorm.DB, op opKind) *state {
 		db.AddError(err)
 		return nil
 	}
-	return &state{op: op, field: f, rows: rows, loaded: loaded}
+	return &state{op: op, field: f, rows: rows, loaded: loaded, assocs: &g.assocs}
 }
 
 // sameValue reports whether a and b, the Model and the Dest of a

@@ -29,6 +29,7 @@ type Config struct {
 type guard struct {
 	strict bool
 	tables tables
+	assocs assocs
 }
 
 // Register installs the optimistic-locking callbacks on db. The root

@@ -141,6 +141,9 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 	if !g.supplied(db, st, set) {
 		return
 	}
+	if !st.loaded {
+		g.noteAssocDelete(stmt)
+	}
 	stmt.AddClause(clause.Set(withBump(set, f)))
 	if st.loaded && !skipped(stmt) {
 		st.guarded = true

@@ -398,3 +398,76 @@ func TestRefusedWriteReportsNoRows(t *testing.T) {
 		}
 	})
 }
+
+// AdoptAuthor and AdoptPost: a versioned belongs-to.
+type AdoptAuthor struct {
+	ID   uint
+	Name string
+	lockplugin.Version
+}
+
+func (AdoptAuthor) TableName() string { return "i22_authors" }
+
+type AdoptPost struct {
+	ID       uint
+	Title    string
+	AuthorID *uint
+	Author   *AdoptAuthor
+	lockplugin.Version
+}
+
+func (AdoptPost) TableName() string { return "i22_posts" }
+
+// Association writes on a belongs-to, then a write through the same owner
+// struct. Clear and Replace write through the struct: its version follows
+// the row's, and the next Append is no conflict. Delete is sent by GORM as
+// an UPDATE by condition on a fresh model, out of the plugin's reach: the
+// row's version moves and the struct's cannot, so the next write is
+// ErrConcurrency, and its message names the call and the fix.
+func TestAssociationWritesThenAppend(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		fresh := func() AdoptPost {
+			tg.Reset(t, &AdoptAuthor{}, &AdoptPost{})
+			p := AdoptPost{Title: "p", Author: &AdoptAuthor{Name: "a"}}
+			require.NoError(t, db.Create(&p).Error)
+			return p
+		}
+		inSync := func(p *AdoptPost) {
+			t.Helper()
+			assert.EqualValues(t, load[AdoptPost](t, db, p.ID).Version, p.Version, "the struct's version is the row's")
+		}
+		for name, clear := range map[string]func(p *AdoptPost) error{
+			"Clear":   func(p *AdoptPost) error { return db.Model(p).Association("Author").Clear() },
+			"Replace": func(p *AdoptPost) error { return db.Model(p).Association("Author").Replace(&AdoptAuthor{Name: "b"}) },
+		} {
+			t.Run(name+" then Append", func(t *testing.T) {
+				p := fresh()
+				require.NoError(t, clear(&p))
+				inSync(&p)
+				require.NoError(t, db.Model(&p).Association("Author").Append(&AdoptAuthor{Name: "c"}), "no ErrConcurrency")
+				inSync(&p)
+				p.Title = "saved"
+				require.NoError(t, db.Save(&p).Error)
+			})
+		}
+		t.Run("Delete then Append", func(t *testing.T) {
+			p := fresh()
+			require.NoError(t, db.Model(&p).Association("Author").Delete(p.Author))
+			row := load[AdoptPost](t, db, p.ID)
+			assert.Nil(t, row.AuthorID)
+			assert.EqualValues(t, 2, row.Version, "the owner's row moved, so that other holders see the change")
+			assert.EqualValues(t, 1, p.Version, "GORM gives the plugin no way to the owner struct")
+			err := db.Model(&p).Association("Author").Append(&AdoptAuthor{Name: "c"})
+			require.ErrorIs(t, err, lockplugin.ErrConcurrency)
+			assert.Contains(t, err.Error(), `Association("Author").Delete`)
+			assert.Contains(t, err.Error(), `read the owner again`)
+			assert.Contains(t, err.Error(), `Association("Author").Clear()`)
+			t.Logf("%s: %v", tg.Name, err)
+			// Read again, as the message says: the Append goes through.
+			p = load[AdoptPost](t, db, p.ID)
+			require.NoError(t, db.Model(&p).Association("Author").Append(&AdoptAuthor{Name: "c"}))
+			inSync(&p)
+		})
+	})
+}
