@@ -156,6 +156,7 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 	} else if f != nil {
 		fs = append(fs, *f)
 	}
+	fs = append(fs, nullVersions(ctx, sqlDB, d.kind)...)
 	if o.redis != "" {
 		rf, err := doctorRedis(ctx, o.redis)
 		if err != nil {
