@@ -474,3 +474,29 @@ func TestAssociationWritesThenAppend(t *testing.T) {
 		})
 	})
 }
+
+// AdoptNote belongs to an author by value (not a pointer).
+type AdoptNote struct {
+	ID       uint
+	AuthorID *uint
+	Author   AdoptAuthor
+}
+
+func (AdoptNote) TableName() string { return "i22_notes" }
+
+// A relation that Joins finds empty (its LEFT JOIN columns all NULL) stays
+// the zero struct: its NULL version is not NullVersion.
+func TestJoinsEmptyRelation(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
+		db := tg.DB.WithContext(ctxOf(t))
+		tg.Reset(t, &AdoptAuthor{}, &AdoptNote{})
+		a := AdoptAuthor{Name: "a"}
+		require.NoError(t, db.Create(&a).Error)
+		require.NoError(t, db.Create(&[]AdoptNote{{}, {AuthorID: &a.ID}}).Error)
+		var notes []AdoptNote
+		require.NoError(t, db.Joins("Author").Order("i22_notes.id").Find(&notes).Error)
+		require.Len(t, notes, 2)
+		assert.Equal(t, AdoptAuthor{}, notes[0].Author, "no author: the zero struct")
+		assert.EqualValues(t, 1, notes[1].Author.Version, "a joined row has its version")
+	})
+}
