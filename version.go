@@ -29,7 +29,7 @@ import (
 // sends the one statement GORM sends anyway, guarded by the loaded version
 // and incrementing it:
 //
-//	UPDATE books SET title = ?, version = books.version + 1 WHERE id = ? AND books.version = ?
+//	UPDATE books SET title = ?, version = COALESCE(books.version, 0) + 1 WHERE id = ? AND books.version = ?
 //
 // On success the struct in memory carries the new version. One GORM call
 // cannot keep it: Association("X").Delete on a belongs-to is sent as an
