@@ -12,8 +12,11 @@ package lockplugin
 // increments the version, so that other holders of the row see a
 // conflict), the trap of a struct decoded from a request that left the
 // version out. Under StrictVersion the write is guarded by version zero:
-// it updates a row only if that row is at version 0 (written before the
-// column existed), and Save of a row that does not exist still inserts it.
+// it updates a row only if that row is at version 0, and Save of a row
+// that does not exist still inserts it. A row whose version is NULL (it
+// predates the column) is refused with ErrZeroVersion too, the message
+// naming the backfill (UPDATE t SET version = 1 WHERE version IS NULL); a
+// struct read from that row carries NullVersion and is written, guarded.
 // Updates by condition (db.Model(&Book{}).Where(...)) and
 // SkipVersionCheck are not affected.
 func StrictVersion() Option {

@@ -29,9 +29,14 @@ import (
 // sends the one statement GORM sends anyway, guarded by the loaded version
 // and incrementing it:
 //
-//	UPDATE books SET title = ?, version = books.version + 1 WHERE id = ? AND books.version = ?
+//	UPDATE books SET title = ?, version = COALESCE(books.version, 0) + 1 WHERE id = ? AND books.version = ?
 //
-// On success the struct in memory carries the new version. A guarded
+// On success the struct in memory carries the new version. One GORM call
+// cannot keep it: Association("X").Delete on a belongs-to is sent as an
+// UPDATE by condition on a fresh model, which increments the owner row's
+// version out of reach of the owner struct; its next write is an
+// ErrConcurrency that says so. Read the owner again after it, or use
+// Association("X").Clear or Replace, which write through the struct. A guarded
 // statement that matches no row writes nothing and returns a
 // *ConcurrencyError (errors.Is(err, ErrConcurrency)); Save then does not
 // fall back to its upsert. A version the caller supplies in the values of
@@ -49,8 +54,16 @@ import (
 // or nothing. A versioned model written through a *gorm.DB without the
 // plugin fails with ErrNotRegistered before any SQL.
 //
+// Rows that existed before the column: AutoMigrate creates the column
+// NOT NULL DEFAULT 1 (a default tag of the field's own is kept), so they
+// start at 1. A NULL version (a column added by hand or by an older
+// lockplugin) scans as NullVersion, and a write of that struct is guarded
+// by "version IS NULL"; every increment is COALESCE(version, 0) + 1, so the
+// first write leaves version 1. The backfill that removes the NULLs is
+// UPDATE t SET version = 1 WHERE version IS NULL.
+//
 // A Version is a plain int64 to database/sql, to every driver and to
-// encoding/json (a JSON number); a NULL read from the column scans as 0. It
+// encoding/json (a JSON number). It
 // deliberately has no Scan, Value or MarshalJSON method: the methods of an
 // embedded field are promoted to the model, and GORM would then treat the
 // whole model as one value. Its methods CreateClauses, UpdateClauses and
@@ -59,6 +72,12 @@ import (
 // set the initial version and make a write fail with ErrNotRegistered when
 // the plugin is missing.
 type Version = version.Version
+
+// NullVersion is the Version of a struct read from a row whose version
+// column is NULL (a row that predates the column). Such a struct is
+// loaded: its Save or Delete is guarded by "version IS NULL" and leaves
+// version 1. It is -1, so that it survives encoding/json like any version.
+const NullVersion = version.Null
 
 // ErrConcurrency is matched by errors.Is when a guarded UPDATE or DELETE
 // matched no row because the row changed or was deleted since it was read.

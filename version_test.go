@@ -50,11 +50,11 @@ func TestVersionReexports(t *testing.T) {
 // on every dialect lockplugin renders for.
 func TestPluginGuardsSave(t *testing.T) {
 	want := map[string]string{
-		"postgres":  `UPDATE "ver_books" SET "title"=$1,"version"="ver_books"."version" + 1 WHERE "id" = $2 AND "ver_books"."version" = $3`,
-		"mysql":     "UPDATE `ver_books` SET `title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
-		"sqlserver": `UPDATE [ver_books] SET [title]=@p1,[version]=[ver_books].[version] + 1 WHERE [id] = @p2 AND [ver_books].[version] = @p3`,
-		"oracle":    `UPDATE "ver_books" SET "title"=:1,"version"="ver_books"."version" + 1 WHERE "id" = :2 AND "ver_books"."version" = :3`,
-		"sqlite":    `UPDATE "ver_books" SET "title"=?,"version"="ver_books"."version" + 1 WHERE "id" = ? AND "ver_books"."version" = ?`,
+		"postgres":  `UPDATE "ver_books" SET "title"=$1,"version"=COALESCE("ver_books"."version", 0) + 1 WHERE "id" = $2 AND "ver_books"."version" = $3`,
+		"mysql":     "UPDATE `ver_books` SET `title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+		"sqlserver": `UPDATE [ver_books] SET [title]=@p1,[version]=COALESCE([ver_books].[version], 0) + 1 WHERE [id] = @p2 AND [ver_books].[version] = @p3`,
+		"oracle":    `UPDATE "ver_books" SET "title"=:1,"version"=COALESCE("ver_books"."version", 0) + 1 WHERE "id" = :2 AND "ver_books"."version" = :3`,
+		"sqlite":    `UPDATE "ver_books" SET "title"=?,"version"=COALESCE("ver_books"."version", 0) + 1 WHERE "id" = ? AND "ver_books"."version" = ?`,
 	}
 	for dialect, w := range want {
 		db := verOpen(t, dialect)

@@ -159,6 +159,7 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 	if f, _ := expiredHolds(ctx, sqlDB, d.kind); f != nil { // doctor_holds.go
 		fs = append(fs, *f)
 	}
+	fs = append(fs, nullVersions(ctx, sqlDB, d.kind)...) // doctor_version.go
 	if o.redis != "" {
 		rf, err := doctorRedis(ctx, o.redis)
 		if err != nil {

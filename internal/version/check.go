@@ -32,6 +32,10 @@ func check(db *gorm.DB) {
 	written := true
 	if db.Error == nil && !db.DryRun && st.guarded && db.RowsAffected < want(st) {
 		endBatch(db, st, true)
+		// The rows the statement did match were put back: a refused write
+		// reports none written (SQLite and MySQL would report the matched
+		// ones, PostgreSQL, which locks them first, none).
+		db.RowsAffected = 0
 		err := conflict(db, st)
 		db.AddError(err)
 		// Strict's zero-version guard that found no row is GORM's own

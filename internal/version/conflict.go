@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // conflict builds the error for a guarded statement that matched too few
@@ -17,6 +19,10 @@ func conflict(db *gorm.DB, st *state) error {
 		cur, pk, found, err := reread(db, st, r)
 		if st.zero && err == nil {
 			switch {
+			case found && cur == Null:
+				return fmt.Errorf("%w: %s of %s (primary key%s) whose row has a NULL version (it predates the version column), without the version it was read at; "+
+					"read the row first (a NULL reads as lockplugin.NullVersion, which guards the write), or backfill the table once: %s",
+					ErrZeroVersion, st.op, db.Statement.Table, keyString(r.pk), backfill(db, st.field))
 			case found && cur != 0:
 				return fmt.Errorf("%w: %s of %s (primary key%s) whose row exists at version %d",
 					ErrZeroVersion, st.op, db.Statement.Table, keyString(r.pk), cur)
@@ -37,6 +43,9 @@ func conflict(db *gorm.DB, st *state) error {
 		if e.PrimaryKey == nil {
 			e.PrimaryKey = pk
 		}
+		if err == nil && found && cur != r.version {
+			e.hint = st.assocs.hint(db.Statement.Table, e.PrimaryKey)
+		}
 		if err != nil || !found || cur != r.version {
 			return e
 		}
@@ -53,4 +62,23 @@ func keyString(pk []any) string {
 		s += fmt.Sprintf(" %v", v)
 	}
 	return s
+}
+
+// backfill returns the one statement that gives every row of the statement's
+// table whose version is NULL (rows that predate the column) version 1,
+// quoted for db's dialect.
+func backfill(db *gorm.DB, f *schema.Field) string {
+	stmt := &gorm.Statement{DB: db}
+	table := db.Statement.Table
+	if table == "" {
+		table = f.Schema.Table
+	}
+	stmt.WriteString("UPDATE ")
+	stmt.WriteQuoted(clause.Table{Name: table})
+	stmt.WriteString(" SET ")
+	stmt.WriteQuoted(f.DBName)
+	stmt.WriteString(" = 1 WHERE ")
+	stmt.WriteQuoted(f.DBName)
+	stmt.WriteString(" IS NULL")
+	return stmt.SQL.String()
 }

@@ -33,6 +33,9 @@ func (g *guard) guardDelete(db *gorm.DB) {
 		return
 	}
 	stmt, f := db.Statement, st.field
+	if keyless(db, opDelete) {
+		return
+	}
 	if !st.loaded {
 		if rows, ok := loadedModel(stmt, f); ok {
 			st.rows, st.loaded = rows, true

@@ -18,7 +18,7 @@
 // sends the one statement GORM would have sent anyway, with the guard and
 // the increment in it:
 //
-//	UPDATE books SET title = ?, version = books.version + 1 WHERE id = ? AND books.version = ?
+//	UPDATE books SET title = ?, version = COALESCE(books.version, 0) + 1 WHERE id = ? AND books.version = ?
 //	DELETE FROM books WHERE books.version = ? AND books.id = ?
 //
 // The version is taken from the model GORM writes: the value given to Save
@@ -35,6 +35,11 @@
 // "version": 1})). A model with a primary key is guarded by key and version;
 // one without by the caller's conditions and the version, and a write that
 // then matches no row is a conflict.
+//
+// A NULL version (a row older than the column) scans as Null; a model read
+// at Null is loaded, guarded by "version IS NULL", and the increment's
+// COALESCE leaves version 1. The column AutoMigrate creates is NOT NULL
+// DEFAULT 1 (see shape).
 //
 // A guarded statement that matches no row returns a *ConcurrencyError, and
 // Save does not fall back to its upsert. On success the struct in memory

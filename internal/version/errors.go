@@ -46,6 +46,9 @@ type ConcurrencyError struct {
 
 	// reread is set when the row could not be read again to say which.
 	reread error
+	// hint says what to do when the guard knows a likely cause (an
+	// association Delete through this *gorm.DB, see assocs).
+	hint string
 }
 
 // Error says what was stale and, when the row could be read again, why. A
@@ -63,7 +66,7 @@ func (e *ConcurrencyError) Error() string {
 		}
 		b.WriteByte(')')
 	}
-	fmt.Fprintf(&b, " read at version %d", e.Version)
+	fmt.Fprintf(&b, " read at version %s", versionString(e.Version))
 	switch {
 	case e.reread != nil:
 		fmt.Fprintf(&b, "; the row has changed or been deleted since (re-reading it failed: %v)", e.reread)
@@ -75,9 +78,21 @@ func (e *ConcurrencyError) Error() string {
 	case e.Current == e.Version:
 		b.WriteString("; the row is still at that version, so the statement's other conditions matched no row")
 	default:
-		fmt.Fprintf(&b, "; the row is now at version %d", e.Current)
+		fmt.Fprintf(&b, "; the row is now at version %s", versionString(e.Current))
+	}
+	if e.hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.hint)
 	}
 	return b.String()
+}
+
+// versionString writes Null as NULL.
+func versionString(v Version) string {
+	if v == Null {
+		return "NULL"
+	}
+	return fmt.Sprint(int64(v))
 }
 
 // Is makes errors.Is(err, ErrConcurrency) true.

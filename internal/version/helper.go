@@ -1,6 +1,7 @@
 package version
 
 import (
+	"fmt"
 	"reflect"
 
 	"gorm.io/gorm"
@@ -43,6 +44,9 @@ type state struct {
 	// zero: Strict guards a keyed model without a version by version 0.
 	zero    bool
 	userSet *clause.Clause
+	// assocs is the registration's memo of association Deletes, for the
+	// error's hint.
+	assocs *assocs
 	// A statement guarding several rows runs behind a savepoint, or in a
 	// transaction of its own whose pool is kept here.
 	savepoint string
@@ -64,11 +68,12 @@ type versionCond struct {
 }
 
 // Build writes "table.version = ?" for one row, and for several (or with
-// withKey) "((table.id = ? AND table.version = ?) OR ...)".
+// withKey) "((table.id = ? AND table.version = ?) OR ...)"; a row read at
+// Null is guarded by "table.version IS NULL".
 func (c versionCond) Build(b clause.Builder) {
 	col := clause.Column{Table: clause.CurrentTable, Name: c.field.DBName}
 	if len(c.rows) == 1 && (!c.withKey || c.rows[0].pk == nil) {
-		clause.Eq{Column: col, Value: int64(c.rows[0].version)}.Build(b)
+		clause.Eq{Column: col, Value: guardValue(c.rows[0].version)}.Build(b)
 		return
 	}
 	pks := c.field.Schema.PrimaryFields
@@ -85,12 +90,21 @@ func (c versionCond) Build(b clause.Builder) {
 			clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: pf.DBName}, Value: r.pk[j]}.Build(b)
 			b.WriteString(" AND ")
 		}
-		clause.Eq{Column: col, Value: int64(r.version)}.Build(b)
+		clause.Eq{Column: col, Value: guardValue(r.version)}.Build(b)
 		b.WriteByte(')')
 	}
 	if many {
 		b.WriteByte(')')
 	}
+}
+
+// guardValue is what the version column is compared with: nil (which
+// clause.Eq renders as IS NULL) for Null.
+func guardValue(v Version) any {
+	if v == Null {
+		return nil
+	}
+	return int64(v)
 }
 
 // collect returns the models the statement writes, and whether every one of
@@ -163,13 +177,13 @@ func rowOf(stmt *gorm.Statement, f *schema.Field, e, s reflect.Value) (row, bool
 	return r, r.keyed && v != 0, nil
 }
 
-// setVersions writes each row's version plus delta into the models that
-// can be written (not the copies the generics API passes).
+// setVersions writes each row's version after delta increments into the
+// models that can be written (not the copies the generics API passes).
 func setVersions(stmt *gorm.Statement, f *schema.Field, rows []row, delta Version) {
 	for _, r := range rows {
 		for _, v := range []reflect.Value{r.value, r.also} {
 			if v.IsValid() && v.CanAddr() {
-				stmt.AddError(f.Set(stmt.Context, v, r.version+delta))
+				stmt.AddError(f.Set(stmt.Context, v, after(r.version, delta)))
 			}
 		}
 	}
@@ -216,7 +230,7 @@ func (g *guard) prepare(db *gorm.DB, op opKind) *state {
 		db.AddError(err)
 		return nil
 	}
-	return &state{op: op, field: f, rows: rows, loaded: loaded}
+	return &state{op: op, field: f, rows: rows, loaded: loaded, assocs: &g.assocs}
 }
 
 // sameValue reports whether a and b, the Model and the Dest of a
@@ -241,5 +255,20 @@ func sameValue(a, b any) bool {
 	if va.Comparable() {
 		return a == b
 	}
+	return true
+}
+
+// keyless fails a write of a versioned model without a primary key that
+// names no row (no conditions), before any SQL, with an error that says
+// why and what to do instead of GORM's bare ErrMissingWhereClause (which
+// it wraps, so errors.Is still matches it).
+func keyless(db *gorm.DB, op opKind) bool {
+	stmt := db.Statement
+	if len(stmt.Schema.PrimaryFields) > 0 || hasConditions(stmt) || db.AllowGlobalUpdate {
+		return false
+	}
+	db.AddError(fmt.Errorf("%w: lockplugin: %s has a version column but no primary key, so the %s cannot name its row and the version cannot guard it; "+
+		"give %s a primary key (an ID field or a `gorm:\"primaryKey\"` tag), or pick the row with Where(...)",
+		gorm.ErrMissingWhereClause, stmt.Schema.Name, op, stmt.Schema.Name))
 	return true
 }

@@ -12,6 +12,7 @@ const (
 	guardName = "lockplugin:version_guard"
 	checkName = "lockplugin:version_check"
 	learnName = "lockplugin:version_learn"
+	joinsName = "lockplugin:version_empty_joins"
 )
 
 // Config configures the optimistic-locking callbacks of one *gorm.DB.
@@ -29,6 +30,7 @@ type Config struct {
 type guard struct {
 	strict bool
 	tables tables
+	assocs assocs
 }
 
 // Register installs the optimistic-locking callbacks on db. The root
@@ -69,6 +71,7 @@ func Register(db *gorm.DB, cfg Config) error {
 		func() error { return cb.Delete().Before("gorm:delete").Register(guardName, g.guardDelete) },
 		func() error { return cb.Delete().Before("gorm:after_delete").Register(checkName, check) },
 		func() error { return cb.Query().Before("gorm:query").Register(learnName, g.learn) },
+		func() error { return cb.Query().After("gorm:query").Register(joinsName, emptyJoins) },
 		func() error { return cb.Create().Replace("gorm:create", g.createWith(create)) },
 		func() error {
 			db.ClauseBuilders["SET"] = softDeleteBump(db.ClauseBuilders["SET"])

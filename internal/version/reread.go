@@ -97,5 +97,5 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 	for _, k := range keys {
 		pk = append(pk, k.Elem().Interface())
 	}
-	return Version(v.Int64), pk, true, rows.Err()
+	return fromNull(v.Int64, v.Valid), pk, true, rows.Err()
 }

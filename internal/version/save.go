@@ -290,7 +290,7 @@ func upsertBump(db *gorm.DB, set clause.Set, f *schema.Field) clause.Set {
 }
 
 // changedBump is "CASE WHEN every column is unchanged THEN version ELSE
-// version + 1 END" in an upsert's DO UPDATE.
+// COALESCE(version, 0) + 1 END" in an upsert's DO UPDATE.
 type changedBump struct {
 	kind    dialects.Kind
 	version string
@@ -321,7 +321,7 @@ func (c changedBump) Build(b clause.Builder) {
 	}
 	b.WriteString(" THEN ")
 	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.version})
-	b.WriteString(" ELSE ")
+	b.WriteString(" ELSE COALESCE(")
 	b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: c.version})
-	b.WriteString(" + 1 END")
+	b.WriteString(", 0) + 1 END")
 }

@@ -104,7 +104,7 @@ func syncVersions(db *gorm.DB, f *schema.Field) {
 			key[i] = keys[i].Elem().Interface()
 		}
 		for _, e := range byKey[utils.ToStringKey(key...)] {
-			db.AddError(f.Set(stmt.Context, e, Version(v.Int64)))
+			db.AddError(f.Set(stmt.Context, e, fromNull(v.Int64, v.Valid)))
 		}
 	}
 	err = rows.Err()

@@ -14,13 +14,17 @@ import (
 	"github.com/lockplugin/lockplugin/internal/stmtstate"
 )
 
-// bump is "version = table.version + 1".
+// bump is "version = COALESCE(table.version, 0) + 1".
 func bump(f *schema.Field) clause.Assignment { return bumpColumn(f.DBName) }
 
+// bumpColumn increments col, and makes a NULL (a row that predates the
+// column) 1, so that after any write the row holds a real version: a NULL
+// plus one stays NULL in SQL, and such a row would never be guarded.
+// COALESCE is standard SQL on every database lockplugin supports.
 func bumpColumn(col string) clause.Assignment {
 	return clause.Assignment{
 		Column: clause.Column{Name: col},
-		Value: clause.Expr{SQL: "? + 1", Vars: []interface{}{
+		Value: clause.Expr{SQL: "COALESCE(?, 0) + 1", Vars: []interface{}{
 			clause.Column{Table: clause.CurrentTable, Name: col},
 		}},
 	}
@@ -131,8 +135,14 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 		// with until the write succeeds.
 		setVersions(stmt, f, st.rows, 0)
 	}
+	if keyless(db, opUpdate) {
+		return
+	}
 	if !g.supplied(db, st, set) {
 		return
+	}
+	if !st.loaded {
+		g.noteAssocDelete(stmt)
 	}
 	stmt.AddClause(clause.Set(withBump(set, f)))
 	if st.loaded && !skipped(stmt) {

@@ -1,6 +1,7 @@
 package version
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
@@ -35,17 +36,84 @@ import (
 // model, and GORM treats a model that is a driver.Valuer as a single value
 // (in Where(&book) conditions, and as a column instead of a relationship),
 // while encoding/json would marshal a model that is a json.Marshaler as its
-// version alone. A NULL read from the column scans as 0.
+// version alone.
+//
+// A NULL read from the column (a row that existed before the column was
+// added without a default) scans as Null, not as 0, so that a write of that
+// row is guarded by "version IS NULL" instead of being taken for a write
+// without a version.
 type Version int64
 
+// Null is the value a Version holds when its row's column is NULL: a row
+// that predates the version column. A model read at Null is loaded: its
+// write is guarded by "version IS NULL" and leaves version 1. It is -1 so
+// that it survives encoding/json and a round trip through a client like
+// any other version; a version the database writes is never negative.
+const Null Version = -1
+
 var versionType = reflect.TypeOf(Version(0))
+
+// after returns the version a row read at v holds after delta increments
+// ("COALESCE(version, 0) + 1" makes a NULL version 1).
+func after(v, delta Version) Version {
+	if delta == 0 {
+		return v
+	}
+	if v == Null {
+		v = 0
+	}
+	return v + delta
+}
+
+// fromNull converts a version read as sql.NullInt64.
+func fromNull(v int64, valid bool) Version {
+	if !valid {
+		return Null
+	}
+	return Version(v)
+}
 
 // CreateClauses implements schema.CreateClausesInterface: GORM calls it
 // once per model field of this type and adds the returned clause to every
 // INSERT of the model. The clause sets the initial version and fails the
 // statement when the plugin is not registered on the *gorm.DB.
+//
+// It is also the one place where lockplugin sees the field as GORM parses
+// the model, so it shapes the column there (see shape).
 func (Version) CreateClauses(f *schema.Field) []clause.Interface {
-	return clausesFor(f, opCreate)
+	c := clausesFor(f, opCreate)
+	if c != nil {
+		shape(f)
+	}
+	return c
+}
+
+// shape makes the column AutoMigrate creates "NOT NULL DEFAULT 1" (unless
+// the field's tag gives a default of its own), so that adding a version
+// column to a table that has rows starts every row at version 1 instead of
+// NULL; a NOT NULL column added to a table with rows needs that default on
+// PostgreSQL, MySQL/MariaDB and SQLite alike. It also makes a NULL scan as
+// Null: GORM scans an int64 field through a **Version, which is nil for a
+// NULL, and would otherwise set 0.
+//
+// Methods (GormDataType, GormDBDataType) cannot do this: the methods of an
+// embedded Version are promoted to the model, and GORM would take every
+// struct embedding one for a column type.
+func shape(f *schema.Field) {
+	f.NotNull = true
+	if !f.HasDefaultValue || (f.DefaultValue == "" && f.DefaultValueInterface == nil) {
+		f.HasDefaultValue, f.DefaultValue, f.DefaultValueInterface = true, "1", int64(1)
+	}
+	set := f.Set
+	if set == nil {
+		return
+	}
+	f.Set = func(ctx context.Context, rv reflect.Value, v interface{}) error {
+		if p, ok := v.(**Version); ok && p != nil && *p == nil {
+			return set(ctx, rv, Null)
+		}
+		return set(ctx, rv, v)
+	}
 }
 
 // UpdateClauses implements schema.UpdateClausesInterface. The clause fails
@@ -156,7 +224,7 @@ func setInitial(stmt *gorm.Statement, f *schema.Field) {
 }
 
 func setInitialStruct(stmt *gorm.Statement, f *schema.Field, rv reflect.Value) {
-	if v, _ := versionOf(stmt, f, rv); v != 0 {
+	if v, _ := versionOf(stmt, f, rv); v != 0 && v != Null {
 		return
 	}
 	if !rv.CanAddr() {
@@ -169,7 +237,7 @@ func setInitialStruct(stmt *gorm.Statement, f *schema.Field, rv reflect.Value) {
 func setInitialMap(m map[string]interface{}, f *schema.Field) {
 	for _, k := range []string{f.DBName, f.Name} {
 		if v, ok := m[k]; ok {
-			if n, ok := asInt64(v); !ok || n != 0 {
+			if n, ok := asInt64(v); !ok || (n != 0 && n != int64(Null)) {
 				return
 			}
 			m[k] = int64(1)

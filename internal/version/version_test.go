@@ -79,11 +79,11 @@ func TestSQL(t *testing.T) {
 			name: "Save",
 			run:  func(db *gorm.DB) *gorm.DB { return db.Save(&Book{ID: 7, Title: "t", Version: 2}) },
 			want: map[string]string{
-				"postgres":  `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE "id" = $2 AND "books"."version" = $3 [t 7 2]`,
-				"mysql":     "UPDATE `books` SET `title`=?,`version`=`books`.`version` + 1 WHERE `id` = ? AND `books`.`version` = ? [t 7 2]",
-				"sqlserver": `UPDATE [books] SET [title]=@p1,[version]=[books].[version] + 1 WHERE [id] = @p2 AND [books].[version] = @p3 [t 7 2]`,
-				"oracle":    `UPDATE "books" SET "title"=:1,"version"="books"."version" + 1 WHERE "id" = :2 AND "books"."version" = :3 [t 7 2]`,
-				"sqlite":    `UPDATE "books" SET "title"=?,"version"="books"."version" + 1 WHERE "id" = ? AND "books"."version" = ? [t 7 2]`,
+				"postgres":  `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE "id" = $2 AND "books"."version" = $3 [t 7 2]`,
+				"mysql":     "UPDATE `books` SET `title`=?,`version`=COALESCE(`books`.`version`, 0) + 1 WHERE `id` = ? AND `books`.`version` = ? [t 7 2]",
+				"sqlserver": `UPDATE [books] SET [title]=@p1,[version]=COALESCE([books].[version], 0) + 1 WHERE [id] = @p2 AND [books].[version] = @p3 [t 7 2]`,
+				"oracle":    `UPDATE "books" SET "title"=:1,"version"=COALESCE("books"."version", 0) + 1 WHERE "id" = :2 AND "books"."version" = :3 [t 7 2]`,
+				"sqlite":    `UPDATE "books" SET "title"=?,"version"=COALESCE("books"."version", 0) + 1 WHERE "id" = ? AND "books"."version" = ? [t 7 2]`,
 			},
 		},
 		{
@@ -94,8 +94,8 @@ func TestSQL(t *testing.T) {
 				return db.Model(&Invoice{ID: 7, Rev: 2}).Updates(map[string]any{"amount": 5, "lock_version": 2})
 			},
 			want: map[string]string{
-				"postgres": `UPDATE "invoices" SET "amount"=$1,"lock_version"="invoices"."lock_version" + 1 WHERE "id" = $2 AND "invoices"."lock_version" = $3 [5 7 2]`,
-				"oracle":   `UPDATE "invoices" SET "amount"=:1,"lock_version"="invoices"."lock_version" + 1 WHERE "id" = :2 AND "invoices"."lock_version" = :3 [5 7 2]`,
+				"postgres": `UPDATE "invoices" SET "amount"=$1,"lock_version"=COALESCE("invoices"."lock_version", 0) + 1 WHERE "id" = $2 AND "invoices"."lock_version" = $3 [5 7 2]`,
+				"oracle":   `UPDATE "invoices" SET "amount"=:1,"lock_version"=COALESCE("invoices"."lock_version", 0) + 1 WHERE "id" = :2 AND "invoices"."lock_version" = :3 [5 7 2]`,
 			},
 		},
 		{
@@ -110,7 +110,7 @@ func TestSQL(t *testing.T) {
 			name: "soft Delete",
 			run:  func(db *gorm.DB) *gorm.DB { return db.Delete(&SoftBook{ID: 7, Version: 2}) },
 			want: map[string]string{
-				"postgres": `UPDATE "soft_books" SET "deleted_at"=$1,"version"="soft_books"."version" + 1 WHERE "soft_books"."version" = $2 AND "soft_books"."id" = $3 AND "soft_books"."deleted_at" IS NULL [2025-01-02 03:04:05 +0000 UTC 2 7]`,
+				"postgres": `UPDATE "soft_books" SET "deleted_at"=$1,"version"=COALESCE("soft_books"."version", 0) + 1 WHERE "soft_books"."version" = $2 AND "soft_books"."id" = $3 AND "soft_books"."deleted_at" IS NULL [2025-01-02 03:04:05 +0000 UTC 2 7]`,
 			},
 		},
 		{
@@ -119,7 +119,7 @@ func TestSQL(t *testing.T) {
 				return db.Model(&Book{}).Where("title = ?", "x").Update("title", "y")
 			},
 			want: map[string]string{
-				"postgres": `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE title = $2 [y x]`,
+				"postgres": `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE title = $2 [y x]`,
 			},
 		},
 		{
@@ -137,7 +137,7 @@ func TestSQL(t *testing.T) {
 				return db.Clauses(version.SkipVersionCheck()).Model(&Book{ID: 7, Version: 2}).Update("title", "y")
 			},
 			want: map[string]string{
-				"postgres": `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE "id" = $2 [y 7]`,
+				"postgres": `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE "id" = $2 [y 7]`,
 			},
 		},
 		{
@@ -148,7 +148,7 @@ func TestSQL(t *testing.T) {
 			want: map[string]string{
 				// The version moves only when a column changes, so that an
 				// upsert that changes nothing leaves it alone.
-				"postgres": `INSERT INTO "books" ("title","version","id") VALUES ($1,$2,$3) ON CONFLICT ("id") DO UPDATE SET "version"=CASE WHEN "books"."title" IS NOT DISTINCT FROM "excluded"."title" THEN "books"."version" ELSE "books"."version" + 1 END,"title"="excluded"."title" [t 1 7]`,
+				"postgres": `INSERT INTO "books" ("title","version","id") VALUES ($1,$2,$3) ON CONFLICT ("id") DO UPDATE SET "version"=CASE WHEN "books"."title" IS NOT DISTINCT FROM "excluded"."title" THEN "books"."version" ELSE COALESCE("books"."version", 0) + 1 END,"title"="excluded"."title" [t 1 7]`,
 			},
 		},
 		{
@@ -331,7 +331,7 @@ func TestRegister(t *testing.T) {
 func TestUserSetClause(t *testing.T) {
 	db := open(t, "postgres", false)
 	tx := db.Model(&Book{ID: 7, Version: 2}).Clauses(clause.Set{{Column: clause.Column{Name: "title"}, Value: "y"}}).Updates(map[string]any{})
-	want := `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE ("books"."id" = $2 AND "books"."version" = $3) [y 7 2]`
+	want := `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE ("books"."id" = $2 AND "books"."version" = $3) [y 7 2]`
 	if got := sqlOf(tx); got != want {
 		t.Errorf("\n got: %s\nwant: %s", got, want)
 	}
@@ -352,17 +352,17 @@ func TestSQLSuppliedAndTable(t *testing.T) {
 		}, `UPDATE "books" SET "title"=$1 WHERE id = $2 [t 7]`},
 		{"PATCH", func(db *gorm.DB) *gorm.DB {
 			return db.Model(&Book{}).Where("id = ?", 7).Updates(Book{Title: "t", Version: 2})
-		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE id = $2 AND "books"."version" = $3 [t 7 2]`},
+		}, `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE id = $2 AND "books"."version" = $3 [t 7 2]`},
 		{"JSON merge", func(db *gorm.DB) *gorm.DB {
 			return db.Model(&Book{ID: 7}).Updates(map[string]any{"Title": "t", "Version": float64(2)})
-		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE "id" = $2 AND "books"."version" = $3 [t 7 2]`},
+		}, `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE "id" = $2 AND "books"."version" = $3 [t 7 2]`},
 		{"two versions", func(db *gorm.DB) *gorm.DB {
 			return db.Model(&Book{ID: 7, Version: 3}).Updates(map[string]any{"version": 2})
 		}, `error: unsupported data: lockplugin: the update of Book carries two versions, 3 (the model) and 2 (the values); send the one the row was read at`},
 		{"table after", func(db *gorm.DB) *gorm.DB {
 			db.First(&Book{}) // teaches db the table
 			return db.Table("books").Where("id = ?", 7).Update("title", "t")
-		}, `UPDATE "books" SET "title"=$1,"version"="books"."version" + 1 WHERE id = $2 [t 7]`},
+		}, `UPDATE "books" SET "title"=$1,"version"=COALESCE("books"."version", 0) + 1 WHERE id = $2 [t 7]`},
 		{"table write of the version", func(db *gorm.DB) *gorm.DB {
 			return db.Table("books").Where("id = ?", 7).Update("version", 1)
 		}, `error: unsupported data: lockplugin: the UPDATE of table books writes its version column version, which GORM cannot check without a model; use db.Model(&T{}) instead of db.Table("books") so that the version guards the write`},

@@ -92,55 +92,55 @@ func varsOf(vars []interface{}) string {
 var wantSQL = map[string]map[string][2]string{
 	"generics Updates": {
 		"postgres": {
-			"UPDATE \"ver_books\" SET \"id\"=$1,\"title\"=$2,\"version\"=\"ver_books\".\"version\" + 1 WHERE id = $3 AND \"id\" = $4 AND \"ver_books\".\"version\" = $5",
+			"UPDATE \"ver_books\" SET \"id\"=$1,\"title\"=$2,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE id = $3 AND \"id\" = $4 AND \"ver_books\".\"version\" = $5",
 			"uint(7) string(t) int(7) uint(7) int64(2)",
 		},
 		"mysql": {
-			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=`ver_books`.`version` + 1 WHERE id = ? AND `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE id = ? AND `id` = ? AND `ver_books`.`version` = ?",
 			"uint(7) string(t) int(7) uint(7) int64(2)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=\"ver_books\".\"version\" + 1 WHERE id = @p2 AND \"id\" = @p3 AND \"ver_books\".\"version\" = @p4",
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE id = @p2 AND \"id\" = @p3 AND \"ver_books\".\"version\" = @p4",
 			"string(t) int(7) uint(7) int64(2)",
 		},
 		"sqlite": {
-			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=`ver_books`.`version` + 1 WHERE id = ? AND `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE id = ? AND `id` = ? AND `ver_books`.`version` = ?",
 			"uint(7) string(t) int(7) uint(7) int64(2)",
 		},
 	},
 	"Save": {
 		"postgres": {
-			"UPDATE \"ver_books\" SET \"title\"=$1,\"pages\"=$2,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = $3 AND \"ver_books\".\"version\" = $4",
+			"UPDATE \"ver_books\" SET \"title\"=$1,\"pages\"=$2,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = $3 AND \"ver_books\".\"version\" = $4",
 			"string(t) int(3) uint(7) int64(2)",
 		},
 		"mysql": {
-			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
 			"string(t) int(3) uint(7) int64(2)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_books\" SET \"title\"=@p1,\"pages\"=@p2,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = @p3 AND \"ver_books\".\"version\" = @p4",
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"pages\"=@p2,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = @p3 AND \"ver_books\".\"version\" = @p4",
 			"string(t) int(3) uint(7) int64(2)",
 		},
 		"sqlite": {
-			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
 			"string(t) int(3) uint(7) int64(2)",
 		},
 	},
 	"Update": {
 		"postgres": {
-			"UPDATE \"ver_books\" SET \"title\"=$1,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = $2 AND \"ver_books\".\"version\" = $3",
+			"UPDATE \"ver_books\" SET \"title\"=$1,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = $2 AND \"ver_books\".\"version\" = $3",
 			"string(t) uint(7) int64(2)",
 		},
 		"mysql": {
-			"UPDATE `ver_books` SET `title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
 			"string(t) uint(7) int64(2)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = @p2 AND \"ver_books\".\"version\" = @p3",
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = @p2 AND \"ver_books\".\"version\" = @p3",
 			"string(t) uint(7) int64(2)",
 		},
 		"sqlite": {
-			"UPDATE `ver_books` SET `title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
 			"string(t) uint(7) int64(2)",
 		},
 	},
@@ -164,37 +164,37 @@ var wantSQL = map[string]map[string][2]string{
 	},
 	"unloaded Update": {
 		"postgres": {
-			"UPDATE \"ver_books\" SET \"title\"=$1,\"version\"=\"ver_books\".\"version\" + 1 WHERE pages > $2",
+			"UPDATE \"ver_books\" SET \"title\"=$1,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE pages > $2",
 			"string(t) int(1)",
 		},
 		"mysql": {
-			"UPDATE `ver_books` SET `title`=?,`version`=`ver_books`.`version` + 1 WHERE pages > ?",
+			"UPDATE `ver_books` SET `title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE pages > ?",
 			"string(t) int(1)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=\"ver_books\".\"version\" + 1 WHERE pages > @p2",
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE pages > @p2",
 			"string(t) int(1)",
 		},
 		"sqlite": {
-			"UPDATE `ver_books` SET `title`=?,`version`=`ver_books`.`version` + 1 WHERE pages > ?",
+			"UPDATE `ver_books` SET `title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE pages > ?",
 			"string(t) int(1)",
 		},
 	},
 	"named column": {
 		"postgres": {
-			"UPDATE \"ver_invoices\" SET \"amount\"=$1,\"lock_version\"=\"ver_invoices\".\"lock_version\" + 1 WHERE \"id\" = $2 AND \"ver_invoices\".\"lock_version\" = $3",
+			"UPDATE \"ver_invoices\" SET \"amount\"=$1,\"lock_version\"=COALESCE(\"ver_invoices\".\"lock_version\", 0) + 1 WHERE \"id\" = $2 AND \"ver_invoices\".\"lock_version\" = $3",
 			"int(5) uint(7) int64(2)",
 		},
 		"mysql": {
-			"UPDATE `ver_invoices` SET `amount`=?,`lock_version`=`ver_invoices`.`lock_version` + 1 WHERE `id` = ? AND `ver_invoices`.`lock_version` = ?",
+			"UPDATE `ver_invoices` SET `amount`=?,`lock_version`=COALESCE(`ver_invoices`.`lock_version`, 0) + 1 WHERE `id` = ? AND `ver_invoices`.`lock_version` = ?",
 			"int(5) uint(7) int64(2)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_invoices\" SET \"amount\"=@p1,\"lock_version\"=\"ver_invoices\".\"lock_version\" + 1 WHERE \"id\" = @p2 AND \"ver_invoices\".\"lock_version\" = @p3",
+			"UPDATE \"ver_invoices\" SET \"amount\"=@p1,\"lock_version\"=COALESCE(\"ver_invoices\".\"lock_version\", 0) + 1 WHERE \"id\" = @p2 AND \"ver_invoices\".\"lock_version\" = @p3",
 			"int(5) uint(7) int64(2)",
 		},
 		"sqlite": {
-			"UPDATE `ver_invoices` SET `amount`=?,`lock_version`=`ver_invoices`.`lock_version` + 1 WHERE `id` = ? AND `ver_invoices`.`lock_version` = ?",
+			"UPDATE `ver_invoices` SET `amount`=?,`lock_version`=COALESCE(`ver_invoices`.`lock_version`, 0) + 1 WHERE `id` = ? AND `ver_invoices`.`lock_version` = ?",
 			"int(5) uint(7) int64(2)",
 		},
 	},
@@ -218,55 +218,55 @@ var wantSQL = map[string]map[string][2]string{
 	},
 	"soft Delete": {
 		"postgres": {
-			"UPDATE \"ver_soft_books\" SET \"deleted_at\"=$1,\"version\"=\"ver_soft_books\".\"version\" + 1 WHERE \"ver_soft_books\".\"version\" = $2 AND \"ver_soft_books\".\"id\" = $3 AND \"ver_soft_books\".\"deleted_at\" IS NULL",
+			"UPDATE \"ver_soft_books\" SET \"deleted_at\"=$1,\"version\"=COALESCE(\"ver_soft_books\".\"version\", 0) + 1 WHERE \"ver_soft_books\".\"version\" = $2 AND \"ver_soft_books\".\"id\" = $3 AND \"ver_soft_books\".\"deleted_at\" IS NULL",
 			"time.Time(2025-01-02 03:04:05 +0000 UTC) int64(2) uint(7)",
 		},
 		"mysql": {
-			"UPDATE `ver_soft_books` SET `deleted_at`=?,`version`=`ver_soft_books`.`version` + 1 WHERE `ver_soft_books`.`version` = ? AND `ver_soft_books`.`id` = ? AND `ver_soft_books`.`deleted_at` IS NULL",
+			"UPDATE `ver_soft_books` SET `deleted_at`=?,`version`=COALESCE(`ver_soft_books`.`version`, 0) + 1 WHERE `ver_soft_books`.`version` = ? AND `ver_soft_books`.`id` = ? AND `ver_soft_books`.`deleted_at` IS NULL",
 			"time.Time(2025-01-02 03:04:05 +0000 UTC) int64(2) uint(7)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_soft_books\" SET \"deleted_at\"=@p1,\"version\"=\"ver_soft_books\".\"version\" + 1 WHERE \"ver_soft_books\".\"version\" = @p2 AND \"ver_soft_books\".\"id\" = @p3 AND \"ver_soft_books\".\"deleted_at\" IS NULL",
+			"UPDATE \"ver_soft_books\" SET \"deleted_at\"=@p1,\"version\"=COALESCE(\"ver_soft_books\".\"version\", 0) + 1 WHERE \"ver_soft_books\".\"version\" = @p2 AND \"ver_soft_books\".\"id\" = @p3 AND \"ver_soft_books\".\"deleted_at\" IS NULL",
 			"time.Time(2025-01-02 03:04:05 +0000 UTC) int64(2) uint(7)",
 		},
 		"sqlite": {
-			"UPDATE `ver_soft_books` SET `deleted_at`=?,`version`=`ver_soft_books`.`version` + 1 WHERE `ver_soft_books`.`version` = ? AND `ver_soft_books`.`id` = ? AND `ver_soft_books`.`deleted_at` IS NULL",
+			"UPDATE `ver_soft_books` SET `deleted_at`=?,`version`=COALESCE(`ver_soft_books`.`version`, 0) + 1 WHERE `ver_soft_books`.`version` = ? AND `ver_soft_books`.`id` = ? AND `ver_soft_books`.`deleted_at` IS NULL",
 			"time.Time(2025-01-02 03:04:05 +0000 UTC) int64(2) uint(7)",
 		},
 	},
 	"SkipVersionCheck Save": {
 		"postgres": {
-			"UPDATE \"ver_books\" SET \"title\"=$1,\"pages\"=$2,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = $3",
+			"UPDATE \"ver_books\" SET \"title\"=$1,\"pages\"=$2,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = $3",
 			"string(t) int(3) uint(7)",
 		},
 		"mysql": {
-			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ?",
+			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ?",
 			"string(t) int(3) uint(7)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_books\" SET \"title\"=@p1,\"pages\"=@p2,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = @p3",
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"pages\"=@p2,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = @p3",
 			"string(t) int(3) uint(7)",
 		},
 		"sqlite": {
-			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ?",
+			"UPDATE `ver_books` SET `title`=?,`pages`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ?",
 			"string(t) int(3) uint(7)",
 		},
 	},
 	"Updates on a key-only Model": {
 		"postgres": {
-			"UPDATE \"ver_books\" SET \"id\"=$1,\"title\"=$2,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = $3 AND \"ver_books\".\"version\" = $4",
+			"UPDATE \"ver_books\" SET \"id\"=$1,\"title\"=$2,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = $3 AND \"ver_books\".\"version\" = $4",
 			"uint(7) string(t) uint(7) int64(2)",
 		},
 		"mysql": {
-			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
 			"uint(7) string(t) uint(7) int64(2)",
 		},
 		"sqlserver": {
-			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=\"ver_books\".\"version\" + 1 WHERE \"id\" = @p2 AND \"ver_books\".\"version\" = @p3",
+			"UPDATE \"ver_books\" SET \"title\"=@p1,\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHERE \"id\" = @p2 AND \"ver_books\".\"version\" = @p3",
 			"string(t) uint(7) int64(2)",
 		},
 		"sqlite": {
-			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=`ver_books`.`version` + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
+			"UPDATE `ver_books` SET `id`=?,`title`=?,`version`=COALESCE(`ver_books`.`version`, 0) + 1 WHERE `id` = ? AND `ver_books`.`version` = ?",
 			"uint(7) string(t) uint(7) int64(2)",
 		},
 	},
@@ -290,19 +290,19 @@ var wantSQL = map[string]map[string][2]string{
 	},
 	"upsert": {
 		"postgres": {
-			"INSERT INTO \"ver_books\" (\"title\",\"pages\",\"version\",\"id\") VALUES ($1,$2,$3,$4) ON CONFLICT (\"id\") DO UPDATE SET \"version\"=CASE WHEN \"ver_books\".\"title\" IS NOT DISTINCT FROM \"excluded\".\"title\" AND \"ver_books\".\"pages\" IS NOT DISTINCT FROM \"excluded\".\"pages\" THEN \"ver_books\".\"version\" ELSE \"ver_books\".\"version\" + 1 END,\"title\"=\"excluded\".\"title\",\"pages\"=\"excluded\".\"pages\" RETURNING \"id\"",
+			"INSERT INTO \"ver_books\" (\"title\",\"pages\",\"version\",\"id\") VALUES ($1,$2,$3,$4) ON CONFLICT (\"id\") DO UPDATE SET \"version\"=CASE WHEN \"ver_books\".\"title\" IS NOT DISTINCT FROM \"excluded\".\"title\" AND \"ver_books\".\"pages\" IS NOT DISTINCT FROM \"excluded\".\"pages\" THEN \"ver_books\".\"version\" ELSE COALESCE(\"ver_books\".\"version\", 0) + 1 END,\"title\"=\"excluded\".\"title\",\"pages\"=\"excluded\".\"pages\" RETURNING \"id\"",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 		"mysql": {
-			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON DUPLICATE KEY UPDATE `version`=CASE WHEN `ver_books`.`title` <=> VALUES(`title`) AND `ver_books`.`pages` <=> VALUES(`pages`) THEN `ver_books`.`version` ELSE `ver_books`.`version` + 1 END,`title`=VALUES(`title`),`pages`=VALUES(`pages`)",
+			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON DUPLICATE KEY UPDATE `version`=CASE WHEN `ver_books`.`title` <=> VALUES(`title`) AND `ver_books`.`pages` <=> VALUES(`pages`) THEN `ver_books`.`version` ELSE COALESCE(`ver_books`.`version`, 0) + 1 END,`title`=VALUES(`title`),`pages`=VALUES(`pages`)",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 		"sqlserver": {
-			"MERGE INTO \"ver_books\" USING (VALUES(@p1,@p2,@p3,@p4)) AS excluded (\"title\",\"pages\",\"version\",\"id\") ON \"ver_books\".\"id\" = \"excluded\".\"id\" WHEN MATCHED THEN UPDATE SET \"title\"=\"excluded\".\"title\",\"pages\"=\"excluded\".\"pages\",\"version\"=\"ver_books\".\"version\" + 1 WHEN NOT MATCHED THEN INSERT (\"title\",\"pages\",\"version\") VALUES (\"excluded\".\"title\",\"excluded\".\"pages\",\"excluded\".\"version\") OUTPUT INSERTED.\"id\";",
+			"MERGE INTO \"ver_books\" USING (VALUES(@p1,@p2,@p3,@p4)) AS excluded (\"title\",\"pages\",\"version\",\"id\") ON \"ver_books\".\"id\" = \"excluded\".\"id\" WHEN MATCHED THEN UPDATE SET \"title\"=\"excluded\".\"title\",\"pages\"=\"excluded\".\"pages\",\"version\"=COALESCE(\"ver_books\".\"version\", 0) + 1 WHEN NOT MATCHED THEN INSERT (\"title\",\"pages\",\"version\") VALUES (\"excluded\".\"title\",\"excluded\".\"pages\",\"excluded\".\"version\") OUTPUT INSERTED.\"id\";",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 		"sqlite": {
-			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON CONFLICT (`id`) DO UPDATE SET `version`=CASE WHEN `ver_books`.`title` IS `excluded`.`title` AND `ver_books`.`pages` IS `excluded`.`pages` THEN `ver_books`.`version` ELSE `ver_books`.`version` + 1 END,`title`=`excluded`.`title`,`pages`=`excluded`.`pages` RETURNING `id`",
+			"INSERT INTO `ver_books` (`title`,`pages`,`version`,`id`) VALUES (?,?,?,?) ON CONFLICT (`id`) DO UPDATE SET `version`=CASE WHEN `ver_books`.`title` IS `excluded`.`title` AND `ver_books`.`pages` IS `excluded`.`pages` THEN `ver_books`.`version` ELSE COALESCE(`ver_books`.`version`, 0) + 1 END,`title`=`excluded`.`title`,`pages`=`excluded`.`pages` RETURNING `id`",
 			"string(t) int(3) version.Version(2) uint(7)",
 		},
 	},
