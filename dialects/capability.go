@@ -181,6 +181,9 @@ func (d Dialect) Require(f Feature) error {
 	if d.Kind == Unknown {
 		e.Reason = "lockplugin does not know this dialect, and will not guess its syntax"
 	}
+	if e.Reason == "" {
+		e.Reason = instead(d, f) // instead.go
+	}
 	return e
 }
 

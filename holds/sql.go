@@ -385,7 +385,13 @@ func (s statements) createTable() []string {
 	if inlineIndex {
 		return []string{table + ", INDEX " + index + " " + cols + ")" + tail}
 	}
-	return []string{table + ")", "CREATE INDEX IF NOT EXISTS " + index + " ON " + s.holds + " " + cols}
+	on := s.holds
+	if schema, _ := splitTable(s.table); schema != "" && s.d.Kind == dialects.SQLite {
+		// SQLite names the schema on the index, never on its table:
+		// CREATE INDEX "main"."t_active" ON "t" (...).
+		index, on = s.d.QuoteIdent(schema)+"."+index, s.d.QuoteIdent(bare)
+	}
+	return []string{table + ")", "CREATE INDEX IF NOT EXISTS " + index + " ON " + on + " " + cols}
 }
 
 // compiled is the SQL of one holds table on one database, rendered and

@@ -228,3 +228,13 @@ func TestGrantSQL(t *testing.T) {
 		t.Errorf("SQL Server insert: %s", got)
 	}
 }
+
+// TestCreateTableSQLiteSchema: SQLite names a schema on the index, never on
+// the table of CREATE INDEX ... ON (ON "main"."t" is a syntax error there).
+func TestCreateTableSQLiteSchema(t *testing.T) {
+	lite := newStatements(dialects.New("sqlite", ""), "main.holds").createTable()
+	want := `CREATE INDEX IF NOT EXISTS "main"."holds_active" ON "holds" (resource_type, resource_id, released_at, expires_at)`
+	if len(lite) != 2 || lite[1] != want || !strings.Contains(lite[0], `CREATE TABLE IF NOT EXISTS "main"."holds" (`) {
+		t.Errorf("SQLite DDL with a schema:\n got %q\nwant %q", lite, want)
+	}
+}

@@ -16,8 +16,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/postgres"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
 )
@@ -37,6 +35,7 @@ type doctorOptions struct {
 	leaseTable string
 	json       bool
 	maxSkew    time.Duration
+	timeout    time.Duration
 }
 
 // Doctor thresholds.
@@ -46,6 +45,8 @@ const (
 	// poolerProbeTimeout bounds each statement of the pooler probe: a
 	// pooler with one server connection makes the probe wait for itself.
 	poolerProbeTimeout = 3 * time.Second
+	// defaultLookTimeout bounds doctor and who.
+	defaultLookTimeout = time.Minute
 )
 
 // runDoctor is `lockcheck doctor`: exit 0 when nothing is wrong, 1 with
@@ -59,14 +60,15 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&o.leaseTable, "lease-table", sqlstore.DefaultTable, "lease table whose rows without expiry are checked")
 	fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
 	fs.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest app/database clock difference accepted")
+	fs.DurationVar(&o.timeout, "timeout", defaultLookTimeout, "give up after this long (opening the database: at most "+openTimeout.String()+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "Usage: lockcheck doctor -dsn DSN [-redis ADDR] [-lease-table NAME] [-json]")
+			fmt.Fprintln(stdout, "Usage: lockcheck doctor -dsn DSN [-redis ADDR] [-lease-table NAME] [-timeout D] [-json]")
 			fmt.Fprintln(stdout, "\nChecks a database (and Redis) for set-ups that break lockplugin's guarantees:")
 			fmt.Fprintln(stdout, "a pooler in transaction mode, a read replica, isolation defaults, SQLite without")
 			fmt.Fprintln(stdout, "WAL or busy_timeout, Redis without persistence or with a lagging replica, clock")
 			fmt.Fprintln(stdout, "skew, old leases without expiry. Exit 0: nothing found; 1: findings; 2: bad flags")
-			fmt.Fprintln(stdout, "or unreachable.")
+			fmt.Fprintln(stdout, "or unreachable. It only reads: a SQLite file is opened read-only and must exist.")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return exitOK
@@ -78,6 +80,12 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "lockcheck doctor: -dsn DSN is required, and every option is a flag")
 		return exitUsage
 	}
+	if o.timeout <= 0 {
+		fmt.Fprintf(stderr, "lockcheck doctor: -timeout must be positive, not %s\n", o.timeout)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	d, err := parseDSN(o.dsn)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck doctor: %v\n", err)
@@ -118,20 +126,21 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 		cfg.PreferSimpleProtocol = true
 		d.dialector = postgres.New(cfg)
 	}
-	db, err := gorm.Open(d.dialector, &gorm.Config{Logger: logger.Discard})
+	// doctor only looks: SQLite read-only, as the application's DSN
+	// would see the file, without lockcheck's pragmas.
+	d, wantWAL, err := d.readOnly()
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %s at %s: %w", d.kind, d.shown, err)
+		return nil, err
+	}
+	db, err := openDatabase(ctx, d)
+	if err != nil {
+		return nil, err
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, err
 	}
 	defer sqlDB.Close()
-	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := sqlDB.PingContext(pingCtx); err != nil {
-		return nil, fmt.Errorf("cannot reach %s at %s: %w", d.kind, d.shown, err)
-	}
 	var fs []finding
 	switch d.kind {
 	case "postgres":
@@ -139,7 +148,7 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 	case "mysql":
 		fs, err = doctorMySQL(ctx, sqlDB)
 	case "sqlite":
-		fs, err = doctorSQLite(ctx, sqlDB, o.dsn)
+		fs, err = doctorSQLite(ctx, sqlDB, o.dsn, wantWAL)
 	}
 	if err != nil {
 		return nil, err
@@ -294,8 +303,11 @@ func doctorMySQL(ctx context.Context, db *sql.DB) ([]finding, error) {
 	return fs, nil
 }
 
-// doctorSQLite: WAL, busy_timeout and immediate transactions.
-func doctorSQLite(ctx context.Context, db *sql.DB, dsn string) ([]finding, error) {
+// doctorSQLite: WAL, busy_timeout and immediate transactions. db is open
+// read-only with the DSN's parameters but no journal_mode pragma: the
+// journal mode read is the file's, and wantWAL says the DSN switches the
+// file to WAL when the application opens it.
+func doctorSQLite(ctx context.Context, db *sql.DB, dsn string, wantWAL bool) ([]finding, error) {
 	var fs []finding
 	var mode string
 	var busy int
@@ -305,7 +317,7 @@ func doctorSQLite(ctx context.Context, db *sql.DB, dsn string) ([]finding, error
 	if err := db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
 		return nil, err
 	}
-	if !strings.EqualFold(mode, "wal") {
+	if !strings.EqualFold(mode, "wal") && !wantWAL {
 		fs = append(fs, finding{ID: "sqlite-wal",
 			Problem: fmt.Sprintf("SQLite journal_mode is %s, not WAL: readers and the writer block each other, and a reader can make a writer fail with \"database is locked\"", mode),
 			Fix:     "add _pragma=journal_mode(WAL) to the DSN (once per database file; it persists)"})

@@ -92,15 +92,21 @@ func TestDoctorPgBouncer(t *testing.T) {
 
 func TestDoctorSQLite(t *testing.T) {
 	dir := t.TempDir()
-	// No WAL: a new file's journal mode is DELETE.
+	// doctor examines only files that exist (it creates none). No WAL: an
+	// empty file is a new database, in journal mode DELETE.
+	for _, f := range []string{"nowal.db", "bare.db"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	noWAL := filepath.Join(dir, "nowal.db")
 	code, ids := doctorOn(t, "-dsn", "sqlite:"+noWAL+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	wantFindings(t, code, ids, "sqlite-wal")
 	// Nothing right (the driver's own busy timeout turned off).
 	code, ids = doctorOn(t, "-dsn", "sqlite:"+filepath.Join(dir, "bare.db")+"?_pragma=busy_timeout(0)")
 	wantFindings(t, code, ids, "sqlite-wal", "sqlite-busy-timeout", "sqlite-txlock")
-	// lockcheck's own settings: nothing.
-	good := filepath.Join(dir, "good.db")
+	// A WAL file, read with the driver's default busy timeout: nothing.
+	good := sqliteFile(t, "wal")
 	code, ids = doctorOn(t, "-dsn", "sqlite:"+good)
 	wantFindings(t, code, ids)
 	// A lease without expiry in the lease table.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -41,6 +43,9 @@ type database struct {
 	shown string
 	// secrets are the strings masked out of every message lockcheck prints.
 	secrets []string
+	// sqlitePath and sqliteQuery are a SQLite DSN's file and its parameters
+	// as given (empty when lockcheck chose them), for readOnly.
+	sqlitePath, sqliteQuery string
 }
 
 // errDSN is the reason for every DSN lockcheck cannot read. Its messages
@@ -86,7 +91,7 @@ func parseDSN(dsn string) (database, error) {
 
 // sqliteDatabase opens path with the recommended pragmas.
 func sqliteDatabase(path string) database {
-	return database{kind: "sqlite", dialector: sqlite.Open("file:" + path + "?" + sqlitePragmas), shown: "sqlite:" + path}
+	return database{kind: "sqlite", dialector: sqlite.Open("file:" + path + "?" + sqlitePragmas), shown: "sqlite:" + path, sqlitePath: path}
 }
 
 func parseSQLite(rest string) (database, error) {
@@ -98,7 +103,45 @@ func parseSQLite(rest string) (database, error) {
 		return sqliteDatabase(rest), nil
 	}
 	// The user chose the parameters; take them as given.
-	return database{kind: "sqlite", dialector: sqlite.Open("file:" + rest), shown: "sqlite:" + rest}, nil
+	path, query, _ := strings.Cut(rest, "?")
+	return database{kind: "sqlite", dialector: sqlite.Open("file:" + rest), shown: "sqlite:" + rest, sqlitePath: path, sqliteQuery: query}, nil
+}
+
+// readOnly is d for looking only (doctor, who): a SQLite file is opened
+// read-only (mode=ro, query_only), with the DSN's own parameters but
+// without lockcheck's pragmas and without any journal_mode pragma, which
+// would rewrite the file; it must exist, since opening a missing path
+// would create it. wantWAL reports whether the DSN sets WAL, which the
+// application's first connection would then do. Other databases are
+// returned as they are.
+func (d database) readOnly() (ro database, wantWAL bool, err error) {
+	if d.kind != "sqlite" {
+		return d, false, nil
+	}
+	st, err := os.Stat(d.sqlitePath)
+	switch {
+	case err != nil:
+		return d, false, fmt.Errorf("SQLite file %s: %w (lockcheck doctor and who only read an existing database; check the path)", d.sqlitePath, errors.Unwrap(err))
+	case st.IsDir():
+		return d, false, fmt.Errorf("SQLite file %s is a directory", d.sqlitePath)
+	}
+	q, err := url.ParseQuery(d.sqliteQuery)
+	if err != nil {
+		return d, false, fmt.Errorf("-dsn sqlite: the parameters after '?' do not parse: %v", err)
+	}
+	var pragmas []string
+	for _, p := range q["_pragma"] {
+		name, arg, _ := strings.Cut(strings.ToLower(strings.ReplaceAll(p, " ", "")), "(")
+		if name == "journal_mode" || strings.HasPrefix(name, "journal_mode=") {
+			wantWAL = strings.HasPrefix(arg, "wal") || strings.HasSuffix(name, "=wal")
+			continue
+		}
+		pragmas = append(pragmas, p)
+	}
+	q["_pragma"] = append(pragmas, "query_only(1)")
+	q.Set("mode", "ro")
+	d.dialector = sqlite.Open("file:" + d.sqlitePath + "?" + q.Encode())
+	return d, wantWAL, nil
 }
 
 func parsePostgresURL(dsn string) (database, error) {

@@ -74,19 +74,13 @@ func (e *env) openDB(ctx context.Context, workers int) error {
 	fail := func(what string, err error) error {
 		return fmt.Errorf("%s %s at %s: %s", what, d.kind, d.shown, oneLine(d.redact(err.Error())))
 	}
-	db, err := gorm.Open(d.dialector, &gorm.Config{Logger: logger.Discard})
+	db, err := openDatabase(ctx, d)
 	if err != nil {
-		return fail("cannot open", err)
+		return err
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return fail("cannot open", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := sqlDB.PingContext(pingCtx); err != nil {
-		_ = sqlDB.Close()
-		return fail("cannot reach", err)
 	}
 	// Room for every worker plus the connections a mechanism pins (an
 	// advisory lock holds one per holder) and the scenario's own checks.
@@ -105,6 +99,68 @@ func (e *env) openDB(ctx context.Context, workers int) error {
 		}
 	}
 	return nil
+}
+
+// openTimeout bounds opening a database: connecting, TLS, the protocol
+// handshake and the first queries (GORM's MySQL dialector asks SELECT
+// VERSION() inside gorm.Open, with no context and so no deadline: a server
+// that accepts the connection and never answers would keep lockcheck
+// waiting forever).
+const openTimeout = 10 * time.Second
+
+// openDatabase opens d with GORM and pings it, all within openTimeout (or
+// ctx's deadline, when sooner). The open runs in its own goroutine because
+// not every step of it takes a context; when the time runs out, that
+// goroutine is left to finish or fail on its own and closes what it
+// opened. Errors are one line, naming the database, with secrets masked.
+func openDatabase(ctx context.Context, d database) (*gorm.DB, error) {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	bound := openTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		bound = time.Until(dl).Round(100 * time.Millisecond)
+	}
+	type opened struct {
+		db   *gorm.DB
+		what string
+		err  error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		db, err := gorm.Open(d.dialector, &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			done <- opened{what: "cannot open", err: err}
+			return
+		}
+		sqlDB, err := db.DB()
+		if err == nil {
+			err = sqlDB.PingContext(ctx)
+			if err != nil {
+				_ = sqlDB.Close()
+			}
+		}
+		if err != nil {
+			done <- opened{what: "cannot reach", err: err}
+			return
+		}
+		done <- opened{db: db}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("%s %s at %s: %s", r.what, d.kind, d.shown, oneLine(d.redact(r.err.Error())))
+		}
+		return r.db, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.db != nil {
+				if sqlDB, err := r.db.DB(); err == nil {
+					_ = sqlDB.Close()
+				}
+			}
+		}()
+		return nil, fmt.Errorf("no answer from %s at %s within %v: connecting, the handshake or the first query did not finish (a server that accepts connections but does not answer: is this the right host and port, and is the server up and not overloaded?)", d.kind, d.shown, bound)
+	}
 }
 
 // sqliteNotes warns about the SQLite settings behind "database is locked".

@@ -6,7 +6,9 @@
 //
 // Usage:
 //
-//	lockcheck [-dsn DSN] [-redis ADDR] [-workers N] [-rounds N] [-only a,b] [-json]
+//	lockcheck [check] [-dsn DSN] [-redis ADDR] [-workers N] [-rounds N] [-only a,b] [-json] [-wide]
+//	lockcheck doctor -dsn DSN [-redis ADDR] ...
+//	lockcheck who [-dsn DSN] [-redis ADDR] [-local DIR] ...
 //
 // Without -dsn it runs on a fresh SQLite file (WAL) in a temporary
 // directory, so nothing needs to be installed. The DSN chooses the
@@ -33,18 +35,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 )
 
 func main() {
 	// go-redis logs dial failures itself; lockcheck reports them in one line.
 	redis.SetLogger(quietLogger{})
+	// So does go-sql-driver ("packets.go:58 unexpected EOF").
+	_ = mysqldriver.SetLogger(log.New(io.Discard, "", 0))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -71,6 +78,7 @@ type options struct {
 	rounds  int
 	only    []string
 	json    bool
+	wide    bool
 	prefix  string
 	timeout time.Duration
 }
@@ -100,6 +108,7 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 25, "operations per goroutine (races, for the capacity scenario)")
 	fs.StringVar(&only, "only", "", "comma-separated scenario IDs to run (default: all)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON")
+	fs.BoolVar(&o.wide, "wide", false, "print each table row on one line, however long (default: wrap cells to fit "+strconv.Itoa(tableWidth)+" columns)")
 	fs.StringVar(&o.prefix, "prefix", "lockcheck", "start of every table, lock name and key lockcheck creates")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
@@ -142,12 +151,22 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 }
 
 func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "Usage: lockcheck [-dsn DSN] [-redis ADDR] [-workers N] [-rounds N] [-only a,b] [-json]")
+	fmt.Fprintln(w, "Usage: lockcheck [check] [-dsn DSN] [-redis ADDR] [-workers N] [-rounds N] [-only a,b] [-json] [-wide]")
+	fmt.Fprintln(w, "       lockcheck doctor -dsn DSN [flags]   (lockcheck doctor -h for its flags)")
+	fmt.Fprintln(w, "       lockcheck who [-dsn DSN] [flags]    (lockcheck who -h for its flags)")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Runs lockplugin's concurrency scenarios on a database and reports whether any")
-	fmt.Fprintln(w, "guarantee was violated. Exit status 0: all held; 1: one was violated; 2: bad")
-	fmt.Fprintln(w, "flags or an unreachable database.")
+	fmt.Fprintln(w, "Commands:")
+	fmt.Fprintln(w, "  check   (the default) run lockplugin's concurrency scenarios on a database and")
+	fmt.Fprintln(w, "          report whether any guarantee was violated; it creates and drops tables")
+	fmt.Fprintln(w, "  doctor  look for set-ups that break the guarantees (a pooler in transaction mode,")
+	fmt.Fprintln(w, "          a replica, SQLite without WAL, ...); reads only")
+	fmt.Fprintln(w, "  who     list who holds which lease, hold or advisory lock; reads only, unless")
+	fmt.Fprintln(w, "          -force-release")
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit status 0: all held (nothing found); 1: a guarantee was violated (findings);")
+	fmt.Fprintln(w, "2: bad flags, or a database that cannot be reached or does not answer.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags of check:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
@@ -169,6 +188,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if len(args) > 0 && args[0] == "who" {
 		return runWho(ctx, args[1:], stdout, stderr) // who.go
+	}
+	if len(args) > 0 && args[0] == "check" {
+		args = args[1:]
 	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
@@ -198,7 +220,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitViolated
 		}
 	} else {
-		rep.writeTable(stdout)
+		rep.writeTable(stdout, tableWidthFor(o.wide))
 	}
 	if rep.failed() {
 		return exitViolated

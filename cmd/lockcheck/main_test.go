@@ -119,6 +119,15 @@ func TestHelp(t *testing.T) {
 			t.Errorf("usage does not list scenario %q", c.id)
 		}
 	}
+	for _, sub := range []string{"check", "doctor", "who", "-wide"} {
+		if !strings.Contains(stdout, sub) {
+			t.Errorf("usage does not mention %q", sub)
+		}
+	}
+	// check is the default command, and can be named.
+	if code, out, _ := runLockcheck(t, "check", "-h"); code != exitOK || out != stdout {
+		t.Errorf("check -h: exit %d, a different usage", code)
+	}
 }
 
 // TestExitStatus runs lockcheck as a process: the status and stderr a
@@ -314,5 +323,10 @@ func TestTable(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "[1/1] lost update / UPDATE n = n + 1: ok") {
 		t.Errorf("progress line missing: %q", stderr)
+	}
+	for _, l := range strings.Split(stdout, "\n") {
+		if len([]rune(l)) > tableWidth {
+			t.Errorf("line wider than %d: %q", tableWidth, l)
+		}
 	}
 }

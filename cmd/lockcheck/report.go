@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 )
 
 // report is lockcheck's result, as printed in the table and as JSON.
@@ -41,18 +40,19 @@ func (r *report) writeJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-func (r *report) writeTable(w io.Writer) {
+// writeTable prints the report for people: lines of at most width
+// columns (0: no limit), cells and reasons wrapped to fit.
+func (r *report) writeTable(w io.Writer, width int) {
 	fmt.Fprintf(w, "lockcheck: %s at %s, %d workers x %d rounds\n", r.Dialect, r.Database, r.Workers, r.Rounds)
 	if r.Redis != "" {
 		fmt.Fprintf(w, "Redis at %s\n", r.Redis)
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tEXPECTED\tOBSERVED\tVERDICT\tOPS/S")
+	rows := [][]string{{"SCENARIO", "EXPECTED", "OBSERVED", "VERDICT", "OPS/S"}}
 	for _, o := range r.Scenarios {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Scenario, dash(o.Expected), dash(o.Observed), o.Verdict, opsCell(o))
+		rows = append(rows, []string{o.Scenario, dash(o.Expected), dash(o.Observed), o.Verdict, opsCell(o)})
 	}
-	_ = tw.Flush()
+	writeTable(w, rows, width)
 
 	var unsupported, errs []string
 	violated, failedRuns := 0, 0
@@ -60,11 +60,11 @@ func (r *report) writeTable(w io.Writer) {
 	for i, o := range r.Scenarios {
 		switch {
 		case o.Verdict == "not supported here":
-			unsupported = append(unsupported, fmt.Sprintf("  %s: %s", o.Scenario, o.Unsupported))
+			unsupported = append(unsupported, indented(o.Scenario+": "+o.Unsupported, width))
 		case o.Verdict == "VIOLATED":
 			violated++
 		case o.Error != "":
-			errs = append(errs, fmt.Sprintf("  %s: %s", o.Scenario, o.Error))
+			errs = append(errs, indented(o.Scenario+": "+o.Error, width))
 			if o.failed() {
 				failedRuns++
 			}
@@ -97,6 +97,23 @@ func (r *report) writeTable(w io.Writer) {
 			fmt.Fprintln(w, "Without protection nothing was lost this time: the race did not show; raise -workers or -rounds to see it.")
 		}
 	}
+}
+
+// indented is s as a list item: indented by two, wrapped to width (0: no
+// limit) with its continuation lines indented by four.
+func indented(s string, width int) string {
+	if width <= 0 {
+		return "  " + s
+	}
+	lines := wrapCell(s, width-4)
+	for i := range lines {
+		if i == 0 {
+			lines[i] = "  " + lines[i]
+		} else {
+			lines[i] = "    " + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func dash(s string) string {

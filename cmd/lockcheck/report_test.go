@@ -69,7 +69,7 @@ func TestWriteTable(t *testing.T) {
 		{ID: "advisory", Result: scenario.Result{Scenario: "counter / advisory lock"}, Verdict: "error", Error: "boom"},
 	}}
 	var b bytes.Buffer
-	rep.writeTable(&b)
+	rep.writeTable(&b, tableWidth)
 	out := b.String()
 	for _, want := range []string{
 		"lockcheck: SQLite at sqlite:/tmp/x.db, 8 workers x 25 rounds",

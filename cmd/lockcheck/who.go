@@ -9,12 +9,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/holds"
@@ -49,7 +46,11 @@ type whoOptions struct {
 	dsn, redis, redisPrefix, leaseTable, holdsTable, force string
 	holder, local                                          string
 	names                                                  stringList
-	json                                                   bool
+	json, wide                                             bool
+	timeout                                                time.Duration
+	// leaseTableSet and holdsTableSet: the table was named on the command
+	// line, so its absence is an error, not "nothing of that kind here".
+	leaseTableSet, holdsTableSet bool
 }
 
 // stringList is a repeatable flag.
@@ -74,6 +75,8 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.holder, "holder", "", "with -force-release table/id: end only this holder's hold")
 	fs.StringVar(&o.local, "local", "", "directory of a local lease store (lease.NewLocalStore) to list; -name names are recognised")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.BoolVar(&o.wide, "wide", false, "print each row on one line, however long (default: wrap cells to fit "+strconv.Itoa(tableWidth)+" columns)")
+	fs.DurationVar(&o.timeout, "timeout", defaultLookTimeout, "give up after this long (opening the database: at most "+openTimeout.String()+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "Usage: lockcheck who [-dsn DSN] [-redis ADDR] [-local DIR] [-name NAME]... [-force-release NAME|TABLE/ID [-holder H]] [-json]")
@@ -92,6 +95,16 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lockcheck who: -holder goes with -force-release table/id")
 		return exitUsage
 	}
+	if o.timeout <= 0 {
+		fmt.Fprintf(stderr, "lockcheck who: -timeout must be positive, not %s\n", o.timeout)
+		return exitUsage
+	}
+	fs.Visit(func(f *flag.Flag) {
+		o.leaseTableSet = o.leaseTableSet || f.Name == "lease-table"
+		o.holdsTableSet = o.holdsTableSet || f.Name == "holds-table"
+	})
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	res, err := who(ctx, o)
 	rows := res.rows
 	if err != nil {
@@ -113,8 +126,7 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_ = enc.Encode(rows)
 		return exitOK
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MECHANISM\tNAME\tHOLDER\tFENCE\tEXPIRES")
+	table := [][]string{{"MECHANISM", "NAME", "HOLDER", "FENCE", "EXPIRES"}}
 	for _, r := range rows {
 		exp := "never"
 		if r.Expires != nil {
@@ -124,9 +136,9 @@ func runWho(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if r.Fence != 0 {
 			fence = strconv.FormatInt(r.Fence, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Mechanism, r.Name, r.Holder, fence, exp)
+		table = append(table, []string{r.Mechanism, r.Name, r.Holder, fence, exp})
 	}
-	_ = tw.Flush()
+	writeTable(stdout, table, tableWidthFor(o.wide))
 	return exitOK
 }
 
@@ -137,17 +149,31 @@ func who(ctx context.Context, o whoOptions) (whoResult, error) {
 		if err != nil {
 			return res, err
 		}
-		db, err := gorm.Open(d.dialector, &gorm.Config{Logger: logger.Discard})
+		if o.force == "" {
+			// Only listing: never write to what is examined.
+			if d, _, err = d.readOnly(); err != nil {
+				return res, err
+			}
+		}
+		db, err := openDatabase(ctx, d)
 		if err != nil {
-			return res, errors.New(d.redact(err.Error()))
+			return res, err
 		}
 		sqlDB, err := db.DB()
 		if err != nil {
 			return res, err
 		}
 		defer sqlDB.Close()
-		if err := sqlDB.PingContext(ctx); err != nil {
-			return res, fmt.Errorf("cannot reach %s at %s: %s", d.kind, d.shown, d.redact(err.Error()))
+		for _, t := range []struct {
+			flag, name string
+			set        bool
+		}{{"-lease-table", o.leaseTable, o.leaseTableSet}, {"-holds-table", o.holdsTable, o.holdsTableSet}} {
+			switch {
+			case !plainTable.MatchString(t.name):
+				return res, fmt.Errorf("%s %q: want a plain table name (letters, digits, underscores)", t.flag, t.name)
+			case t.set && !tableExists(ctx, sqlDB, t.name):
+				return res, fmt.Errorf("%s %s: no such table in %s at %s (or it cannot be read); check the name", t.flag, t.name, d.kind, d.shown)
+			}
 		}
 		dia := dialects.Of(db)
 		if plainTable.MatchString(o.leaseTable) && tableExists(ctx, sqlDB, o.leaseTable) {

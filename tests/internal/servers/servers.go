@@ -105,6 +105,9 @@ func (s *Server) Restart() {
 	}
 }
 
+// probeTimeout bounds one readiness probe.
+const probeTimeout = 5 * time.Second
+
 // launch starts the process and waits until it answers; s.mu is held.
 func (s *Server) launch() error {
 	cmd, err := s.start()
@@ -116,7 +119,13 @@ func (s *Server) launch() error {
 	defer cancel()
 	var last error
 	for {
-		if last = s.ready(ctx); last == nil {
+		// Each probe gets its own bound: a server that accepts and then
+		// does not answer (still starting, or stuck) must not keep one
+		// probe waiting for the whole minute.
+		pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
+		last = s.ready(pctx)
+		pcancel()
+		if last == nil {
 			return nil
 		}
 		if !alive(cmd.Process.Pid) {

@@ -3,6 +3,7 @@ package servers
 import (
 	"context"
 	"database/sql"
+	"net"
 	"testing"
 	"time"
 )
@@ -62,4 +63,47 @@ func TestMariaDBRecoversAfterKill(t *testing.T) {
 	s := StartMariaDB(t)
 	t.Logf("started in %v", time.Since(start).Round(time.Millisecond))
 	testSQL(t, s, "mysql")
+}
+
+// TestProbesBounded: the readiness probes give up on a port that accepts
+// and never answers, within their context: the drivers' handshakes and the
+// Redis PING honour it.
+func TestProbesBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // never answered
+		}
+	}()
+	defer ln.Close()
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	for name, probe := range map[string]func(context.Context) error{
+		"postgres": func(ctx context.Context) error {
+			return sqlPing(ctx, "pgx", "host=127.0.0.1 port="+port+" user=postgres dbname=test sslmode=disable")
+		},
+		"mariadb": func(ctx context.Context) error { return sqlPing(ctx, "mysql", "root:@tcp("+addr+")/") },
+		"redis":   func(ctx context.Context) error { return redisPing(ctx, addr) },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		done := make(chan error, 1)
+		go func() { done <- probe(ctx) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: the probe passed on a silent server", name)
+			}
+		case <-time.After(probeTimeout + 10*time.Second):
+			t.Errorf("%s: the probe ignored its context", name)
+		}
+		cancel()
+	}
 }

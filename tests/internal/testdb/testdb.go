@@ -263,7 +263,38 @@ func gormConfig() *gorm.Config {
 	return &gorm.Config{Logger: lg}
 }
 
+// openTimeout bounds open as a whole: connecting, TLS, the handshake and
+// the first queries. GORM's MySQL dialector asks SELECT VERSION() inside
+// gorm.Open with no context, so a server that accepts the connection and
+// never answers would otherwise hang the suite there.
+const openTimeout = 15 * time.Second
+
+// open is openUnbounded within openTimeout. When the time runs out, the
+// open is left to finish or fail on its own, and closes what it opened.
 func open(kind, dsn string) (*Target, error) {
+	type result struct {
+		tg  *Target
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tg, err := openUnbounded(kind, dsn)
+		done <- result{tg, err}
+	}()
+	select {
+	case r := <-done:
+		return r.tg, r.err
+	case <-time.After(openTimeout):
+		go func() {
+			if r := <-done; r.tg != nil {
+				r.tg.closeAll()
+			}
+		}()
+		return nil, fmt.Errorf("testdb: %s did not finish connecting, its handshake or its first query in %v: a server that accepts connections but does not answer", kind, openTimeout)
+	}
+}
+
+func openUnbounded(kind, dsn string) (*Target, error) {
 	db, err := gorm.Open(Dialector(kind, dsn), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("testdb: opening %s: %w", kind, err)
@@ -302,6 +333,16 @@ func open(kind, dsn string) (*Target, error) {
 		return nil, fmt.Errorf("testdb: LOCKPLUGIN_TIDB_DSN reaches %s, not TiDB", tg.Dialect)
 	}
 	return tg, nil
+}
+
+// closeAll closes both pools of tg.
+func (tg *Target) closeAll() {
+	_ = tg.SQL.Close()
+	if tg.Plain != nil {
+		if plainSQL, err := tg.Plain.DB(); err == nil {
+			_ = plainSQL.Close()
+		}
+	}
 }
 
 // Kind returns the kind Get was called with (SQLite, Postgres, MySQL or

@@ -162,7 +162,38 @@ func Dialector(kind, dsn string) gorm.Dialector {
 	}
 }
 
+// openTimeout bounds open as a whole: connecting, TLS, the handshake and
+// the first queries. GORM's MySQL dialector asks SELECT VERSION() inside
+// gorm.Open with no context, so a server that accepts the connection and
+// never answers would otherwise hang the suite there.
+const openTimeout = 15 * time.Second
+
+// open is openUnbounded within openTimeout. When the time runs out, the
+// open is left to finish or fail on its own, and closes what it opened.
 func open(kind, dsn string) (*Target, error) {
+	type result struct {
+		tg  *Target
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tg, err := openUnbounded(kind, dsn)
+		done <- result{tg, err}
+	}()
+	select {
+	case r := <-done:
+		return r.tg, r.err
+	case <-time.After(openTimeout):
+		go func() {
+			if r := <-done; r.tg != nil {
+				r.tg.closeAll()
+			}
+		}()
+		return nil, fmt.Errorf("testdb: %s did not finish connecting, its handshake or its first query in %v: a server that accepts connections but does not answer", kind, openTimeout)
+	}
+}
+
+func openUnbounded(kind, dsn string) (*Target, error) {
 	d := Dialector(kind, dsn)
 	lg := logger.Discard
 	if os.Getenv("LOCKPLUGIN_LOG") != "" {
@@ -196,6 +227,9 @@ func open(kind, dsn string) (*Target, error) {
 	}
 	return tg, nil
 }
+
+// closeAll closes tg's pool.
+func (tg *Target) closeAll() { _ = tg.SQL.Close() }
 
 // Unique returns a name unique to this test run, for lock names and keys:
 // prefix, test name and a timestamp.
