@@ -55,7 +55,7 @@ import (
 // plugin fails with ErrNotRegistered before any SQL.
 //
 // Rows that existed before the column: AutoMigrate creates the column
-// NOT NULL DEFAULT 1 (a default tag of the field's own is kept), so they
+// DEFAULT 1 (a default tag of the field's own is kept), so they
 // start at 1. A NULL version (a column added by hand or by an older
 // lockplugin) scans as NullVersion, and a write of that struct is guarded
 // by "version IS NULL"; every increment is COALESCE(version, 0) + 1, so the

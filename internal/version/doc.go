@@ -38,8 +38,8 @@
 //
 // A NULL version (a row older than the column) scans as Null; a model read
 // at Null is loaded, guarded by "version IS NULL", and the increment's
-// COALESCE leaves version 1. The column AutoMigrate creates is NOT NULL
-// DEFAULT 1 (see shape).
+// COALESCE leaves version 1. The column AutoMigrate creates has DEFAULT 1
+// (see shape).
 //
 // A guarded statement that matches no row returns a *ConcurrencyError, and
 // Save does not fall back to its upsert. On success the struct in memory

@@ -88,11 +88,14 @@ func (Version) CreateClauses(f *schema.Field) []clause.Interface {
 	return c
 }
 
-// shape makes the column AutoMigrate creates "NOT NULL DEFAULT 1" (unless
-// the field's tag gives a default of its own), so that adding a version
-// column to a table that has rows starts every row at version 1 instead of
-// NULL; a NOT NULL column added to a table with rows needs that default on
-// PostgreSQL, MySQL/MariaDB and SQLite alike. It also makes a NULL scan as
+// shape makes the column AutoMigrate creates "DEFAULT 1" (unless the
+// field's tag gives a default of its own), so that adding a version column
+// to a table that has rows starts every row at version 1 instead of NULL,
+// on PostgreSQL, MySQL/MariaDB and SQLite alike. It does not make the
+// column NOT NULL: on a column an older lockplugin added (nullable, with
+// NULL rows) GORM's AutoMigrate would then send an ALTER that the database
+// refuses, failing the application's start on upgrade, while NULL rows are
+// guarded anyway (see Null). It also makes a NULL scan as
 // Null: GORM scans an int64 field through a **Version, which is nil for a
 // NULL, and would otherwise set 0.
 //
@@ -100,7 +103,6 @@ func (Version) CreateClauses(f *schema.Field) []clause.Interface {
 // embedded Version are promoted to the model, and GORM would take every
 // struct embedding one for a column type.
 func shape(f *schema.Field) {
-	f.NotNull = true
 	if !f.HasDefaultValue || (f.DefaultValue == "" && f.DefaultValueInterface == nil) {
 		f.HasDefaultValue, f.DefaultValue, f.DefaultValueInterface = true, "1", int64(1)
 	}

@@ -90,21 +90,13 @@ func nulls(t *testing.T, tg *testdb.Target) int64 {
 	return n
 }
 
-// AutoMigrate as a user runs it: the column is NOT NULL DEFAULT 1, and the
+// AutoMigrate as a user runs it: the column has DEFAULT 1, and the
 // rows that were there start at version 1.
 func TestAdoptByAutoMigrate(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
 		lived(t, tg, true)
 		db := tg.DB.WithContext(ctxOf(t))
 		assert.Zero(t, nulls(t, tg), "no row is left NULL")
-		cols, err := db.Migrator().ColumnTypes(&AdoptOrder{})
-		require.NoError(t, err)
-		for _, c := range cols {
-			if c.Name() == "version" {
-				nullable, ok := c.Nullable()
-				assert.True(t, ok && !nullable, "the column is NOT NULL")
-			}
-		}
 		var o AdoptOrder
 		require.NoError(t, db.First(&o, 1).Error)
 		assert.EqualValues(t, 1, o.Version)
@@ -117,7 +109,7 @@ func TestAdoptByAutoMigrate(t *testing.T) {
 		// StrictVersion: a struct without its version is refused with
 		// ErrZeroVersion, never a conflict.
 		strict := openWith(t, tg, lockplugin.StrictVersion())
-		err = strict.Save(&AdoptOrder{ID: 3, Total: 1, Status: "form"}).Error
+		err := strict.Save(&AdoptOrder{ID: 3, Total: 1, Status: "form"}).Error
 		require.ErrorIs(t, err, lockplugin.ErrZeroVersion)
 		assert.False(t, errors.Is(err, lockplugin.ErrConcurrency))
 		var got AdoptOrder
@@ -252,24 +244,15 @@ func TestAdoptNullColumn(t *testing.T) {
 
 		n := nulls(t, tg)
 		t.Logf("%s: %d of %d pre-existing rows still NULL (untouched ones)", tg.Name, n, adoptRows)
-		// AutoMigrate now makes the column NOT NULL DEFAULT 1, which the
-		// database refuses while NULL rows remain (nothing changes); the
-		// backfill first, then AutoMigrate goes through.
-		err := db.AutoMigrate(&AdoptOrder{})
-		t.Logf("%s: AutoMigrate over %d NULL rows: %v", tg.Name, n, err)
-		require.Error(t, err)
+		// The upgrade: AutoMigrate of this lockplugin over a column an
+		// older one added, NULL rows and all, goes through (it adds the
+		// default and leaves the column nullable) and changes no row; the
+		// NULL rows stay guarded until the backfill.
+		require.NoError(t, db.AutoMigrate(&AdoptOrder{}), "AutoMigrate over %d NULL rows", n)
 		assert.EqualValues(t, n, nulls(t, tg))
 		require.NoError(t, db.Exec("UPDATE i22_orders SET version = 1 WHERE version IS NULL").Error, "the backfill")
 		assert.Zero(t, nulls(t, tg))
 		require.NoError(t, db.AutoMigrate(&AdoptOrder{}))
-		cols, err := db.Migrator().ColumnTypes(&AdoptOrder{})
-		require.NoError(t, err)
-		for _, c := range cols {
-			if c.Name() == "version" {
-				nullable, ok := c.Nullable()
-				assert.True(t, ok && !nullable, "the column is NOT NULL")
-			}
-		}
 	})
 }
 
