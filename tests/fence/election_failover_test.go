@@ -26,7 +26,7 @@ const (
 	foStoreEnv = "I25_FAILOVER_STORE" // "table" or "etcd"
 	foEtcdEnv  = "I25_FAILOVER_ETCD"  // the etcd endpoints, comma-separated
 	foNameEnv  = "I25_FAILOVER_NAME"
-	foTTL      = 3 * time.Second
+	foTTLEnv   = "I25_FAILOVER_TTL" // the TTL, default 3s (a Go duration)
 	foProcs    = 3
 	foTrials   = 10
 )
@@ -54,7 +54,7 @@ func TestI25FailoverHelper(t *testing.T) {
 	case "etcd":
 		store = etcdstore.New(etcdClientAt(t, strings.Split(os.Getenv(foEtcdEnv), ",")...), etcdstore.Prefix("i25-failover/"))
 	}
-	e, err := election.New(store, name, election.TTL(foTTL))
+	e, err := election.New(store, name, election.TTL(failoverTTL()))
 	if err != nil {
 		fmt.Println("i25-failover: error", err)
 		os.Exit(2)
@@ -73,6 +73,15 @@ func TestI25FailoverHelper(t *testing.T) {
 	fmt.Println("i25-failover: started")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until killed
 	os.Exit(3)
+}
+
+// failoverTTL is the candidates' TTL: 3 s unless I25_FAILOVER_TTL says
+// otherwise (the notes' TTL 10 s run).
+func failoverTTL() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(foTTLEnv)); err == nil && d > 0 {
+		return d
+	}
+	return 3 * time.Second
 }
 
 // foWin is one helper's win: which process, the term, when.
@@ -134,9 +143,10 @@ func startFailoverProc(t *testing.T, env []string, proc int, wins chan<- foWin) 
 // leader must win within TTL + 1 s of the kill; the killed process is
 // replaced.
 func TestI25Failover(t *testing.T) {
+	foTTL := failoverTTL()
 	for _, kind := range []string{"table", "etcd"} {
 		t.Run(kind, func(t *testing.T) {
-			env := []string{foStoreEnv + "=" + kind, foNameEnv + "=" + fmt.Sprintf("i25-failover-%s-%d", kind, time.Now().UnixNano())}
+			env := []string{foTTLEnv + "=" + foTTL.String(), foStoreEnv + "=" + kind, foNameEnv + "=" + fmt.Sprintf("i25-failover-%s-%d", kind, time.Now().UnixNano())}
 			if kind == "etcd" {
 				env = append(env, foEtcdEnv+"="+strings.Join(servers.StartEtcdCluster(t).Endpoints(), ","))
 			} else {
