@@ -12,9 +12,19 @@
 //		return err
 //	}
 //	defer term.Resign(context.Background())
+//	tick := time.NewTicker(time.Second)
+//	defer tick.Stop()
 //	for term.Leading() {
-//		// lead; stop when term.Done() closes
+//		// one round of the leader's work, on term.Context()
+//		select {
+//		case <-term.Done(): // the term ended: Leading is now false
+//		case <-tick.C:
+//		}
 //	}
+//
+// The loop waits between rounds: a leader with nothing to do blocks on
+// the term's Done channel (or its Context) instead of spinning on
+// Leading.
 //
 // A Term's number is the lease's fence, so terms strictly increase, and a
 // leader can fence its writes with it (lockplugin.WithFence(ctx, term)):
@@ -60,7 +70,8 @@ type Elector struct {
 	name  string
 	ttl   time.Duration
 	every time.Duration // keep-alive interval
-	poll  time.Duration
+	poll  time.Duration // Observe's read interval
+	idle  time.Duration // a waiting candidate's check interval
 	call  time.Duration // CallTimeout: bound of each store read
 
 	mu  sync.Mutex
@@ -72,9 +83,10 @@ type Elector struct {
 type Option func(*options)
 
 type options struct {
-	ttl  time.Duration
-	poll time.Duration
-	call time.Duration
+	ttl     time.Duration
+	poll    time.Duration
+	pollSet bool
+	call    time.Duration
 }
 
 // TTL sets the lease TTL (default DefaultTTL, 10 s): how long a dead
@@ -82,10 +94,22 @@ type options struct {
 // d must be at least 400 ms.
 func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 
-// PollInterval sets how often a candidate retries a held election
-// (default lease.DefaultPollInterval); a new leader is elected within
-// TTL plus about this long after a leader dies.
-func PollInterval(d time.Duration) Option { return func(o *options) { o.poll = d } }
+// PollInterval sets how often a waiting candidate checks a held
+// election, and how often Observe reads the store.
+//
+// Without it, a waiting candidate checks every TTL/10 (at most
+// CallTimeout, at least lease.DefaultPollInterval), with jitter, so that
+// an idle candidate costs the store about ten cheap reads per TTL
+// whatever the number of candidates, and a new leader follows a dead one
+// within the TTL plus that interval; on a store that signals releases
+// (Watcher: etcd) it waits for the signal and checks only every third of
+// the TTL. Observe then reads every lease.DefaultPollInterval (50 ms).
+//
+// With it, a waiting candidate checks every d (every max(d, TTL/3) on a
+// Watcher store), and Observe reads every d.
+func PollInterval(d time.Duration) Option {
+	return func(o *options) { o.poll, o.pollSet = d, true }
+}
 
 // CallTimeout bounds each store call the Elector makes (default
 // lease.DefaultCallTimeout, 5 s): its Manager's calls, each Leader read,
@@ -129,6 +153,10 @@ func New(store lease.Store, name string, opts ...Option) (*Elector, error) {
 	}
 	e := &Elector{store: store, name: name, ttl: o.ttl, poll: o.poll, call: o.call}
 	e.every = e.ttl / 3
+	e.idle = o.poll
+	if !o.pollSet {
+		e.idle = max(min(e.ttl/10, e.call), lease.DefaultPollInterval)
+	}
 	e.m = lease.NewManager(store, lease.PollInterval(e.poll), lease.CallTimeout(e.call))
 	return e, nil
 }
@@ -141,11 +169,17 @@ func (e *Elector) Name() string {
 	return e.name
 }
 
-// Campaign blocks until this candidate leads, and returns its term. It
-// retries while another candidate leads, every PollInterval (sooner when
-// the store can tell a release; see Watcher), and through store errors,
-// until ctx ends; it then returns ctx's error joined with the last store
-// error, if any.
+// Campaign blocks until this candidate leads, and returns its term. Its
+// first attempt takes the lease at once if it is free. While another
+// candidate leads it waits: on a store that signals releases (Watcher:
+// etcd) until the signal, checking every third of the TTL besides; on
+// the others it checks every PollInterval (by default TTL/10, with
+// jitter; see PollInterval). A check on a store that can say who holds
+// the name (Holder) is one read, and Campaign tries to take the lease
+// only when the read finds it free, so that idle candidates write
+// nothing. It keeps waiting through store errors, backing off, until ctx
+// ends; it then returns ctx's error joined with the last store error, if
+// any.
 //
 // When this Elector leads already (a term it won is still Leading), it
 // returns that same term at once, without a store call: a leader never
@@ -161,16 +195,31 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 	if t := e.leading(); t != nil {
 		return t, nil
 	}
-	var watch <-chan struct{}
+	var (
+		watch   <-chan struct{} // release signals, nil without (or between watches)
+		watcher Watcher
+		wcancel context.CancelFunc = func() {}
+	)
+	defer func() { wcancel() }()
 	if w, ok := e.store.(Watcher); ok {
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if ch, err := w.WatchRelease(wctx, e.name); err == nil {
+		watcher = w
+	}
+	startWatch := func() {
+		if watcher == nil {
+			return
+		}
+		wcancel()
+		var wctx context.Context
+		wctx, wcancel = context.WithCancel(ctx)
+		if ch, err := watcher.WatchRelease(wctx, e.name); err == nil {
 			watch = ch
 		}
 	}
+	startWatch() // before the first attempt, so that a release after it signals
+	holder, _ := e.store.(Holder)
 	var lastErr error
 	failures := 0
+	read := false // whether to read the holder before trying (after a timed wait)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	<-t.C
@@ -178,22 +227,39 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 		if t := e.leading(); t != nil {
 			return t, nil // won meanwhile by another Campaign of this Elector
 		}
-		l, err := e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
-		if err == nil {
-			return e.begin(l), nil
+		var err error
+		if read && holder != nil {
+			err = e.heldBy(ctx, holder)
 		}
-		d := e.poll/2 + rand.N(e.poll)
+		if err == nil {
+			var l *lease.Lease
+			l, err = e.m.Acquire(ctx, e.name, lease.TTL(e.ttl))
+			if err == nil {
+				return e.begin(l), nil
+			}
+		}
+		var d time.Duration
 		if !errors.Is(err, lease.ErrNotAcquired) {
 			if ctx.Err() != nil {
 				return nil, errors.Join(ctx.Err(), err)
 			}
 			lastErr = err
-			d = min(e.poll<<min(failures, 6), e.ttl)
+			d = min(e.idle<<min(failures, 6), e.ttl)
+			d = d/2 + rand.N(d/2+1)
 			failures++
 		} else {
 			failures = 0
+			d = e.idle
+			if watch != nil {
+				d = max(d, e.ttl/3)
+			}
+			d = d - rand.N(d/4+1) // jitter: candidates that began together spread out
+		}
+		if watcher != nil && watch == nil {
+			startWatch() // the last watch ended (or failed to start): watch again
 		}
 		t.Reset(d)
+		read = true
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
@@ -201,12 +267,48 @@ func (e *Elector) Campaign(ctx context.Context) (*Term, error) {
 			}
 			return nil, ctx.Err()
 		case _, ok := <-watch:
-			if !ok {
-				watch = nil // the watch ended: poll from now on
+			if !t.Stop() {
+				select { // drain a value the timer sent meanwhile (Go < 1.23 timers)
+				case <-t.C:
+				default:
+				}
 			}
+			if !ok {
+				// The watch ended: check as a store without one would, and
+				// watch again after that check.
+				watch = nil
+				t.Reset(e.idle - rand.N(e.idle/4+1))
+				select {
+				case <-ctx.Done():
+					if lastErr != nil {
+						return nil, errors.Join(ctx.Err(), lastErr)
+					}
+					return nil, ctx.Err()
+				case <-t.C:
+				}
+				continue
+			}
+			read = false // released: try at once
 		case <-t.C:
 		}
 	}
+}
+
+// errHeld says a holder read found the election led: Campaign waits
+// without trying to take the lease.
+var errHeld = fmt.Errorf("election: held: %w", lease.ErrNotAcquired)
+
+// heldBy reads who holds the election: errHeld when another candidate
+// holds it now, nil when it is free or the read failed (Campaign then
+// tries to take the lease, which reports the store's error if any).
+func (e *Elector) heldBy(ctx context.Context, h Holder) error {
+	rctx, cancel := context.WithTimeout(ctx, e.call)
+	defer cancel()
+	_, held, err := h.Holder(rctx, e.name)
+	if err == nil && held {
+		return errHeld
+	}
+	return nil
 }
 
 // ErrNotLeader is returned by TryCampaign when another candidate leads.
