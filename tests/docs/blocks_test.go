@@ -22,7 +22,8 @@ import (
 // repoRoot is the checkout's root, seen from tests/docs.
 var repoRoot = filepath.Join("..", "..")
 
-// codeBlock is one Go code block of the README or of a package doc comment.
+// codeBlock is one Go code block of the Markdown documentation or of a
+// package doc comment.
 type codeBlock struct {
 	file  string // path relative to the repository root, as error messages show it
 	line  int    // line of the block's first line of code in file
@@ -31,12 +32,16 @@ type codeBlock struct {
 	run   bool   // the README's first-screen program: built and run, output compared
 	want  string // what run's program prints, from the text block after it
 	dir   string // its package directory in the scratch module
+	// showsImports: the block is from a Markdown page, whose reader cannot
+	// guess import paths, so a fragment must show its own imports.
+	showsImports bool
+	problem      string // what is wrong with the block beyond compiling, found while generating it
 }
 
 func (b codeBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
-// fragmentMarker is how a block says what it needs. In README.md it is an
-// HTML comment on the line before the fence:
+// fragmentMarker is how a block says what it needs. In a Markdown page it
+// is an HTML comment on the line before the fence:
 //
 //	<!-- fragment: needs ctx context.Context, db *gorm.DB -->
 //
@@ -47,20 +52,76 @@ func (b codeBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.line) 
 // A block with a package clause is a complete file and is compiled as is;
 // any other block is compiled as declarations or, failing that, as the body
 // of a function taking the declarations it needs and returning error. The
-// order-service domain (domainSource) is declared beside every fragment.
+// order-service domain (domainSource) is declared beside every fragment, in
+// a file of its own.
+//
+// A fragment of a Markdown page shows its imports: its first lines are an
+// import declaration, which the reader sees and the generated file uses as
+// is, for the fragment's code and the types of what it needs:
+//
+//	<!-- fragment: needs ctx context.Context, db *gorm.DB -->
+//	```go
+//	import (
+//		"context"
+//
+//		"github.com/lockplugin/lockplugin/advisory"
+//		"gorm.io/gorm"
+//	)
+//
+//	err := advisory.With(ctx, db, "nightly-invoices", ...)
+//	```
+//
+// so a missing import is an undefined name and an extra one is "imported
+// and not used", both reported at the fragment's lines. A Markdown fragment
+// that uses a package and has no import declaration fails the test. Doc
+// comment fragments may leave their imports out (godoc readers see the
+// package's own import path): they are added from importPaths.
 var (
 	readmeMarker = regexp.MustCompile(`^<!--\s*fragment(?::\s*needs\s+(.*?))?\s*-->$`)
 	docMarker    = regexp.MustCompile(`^//\s*fragment(?::\s*needs\s+(.*?))?\s*$`)
 	runMarker    = regexp.MustCompile(`^<!--\s*run:\s*prints the next block\s*-->$`)
 )
 
-// readmeBlocks returns README.md's ```go blocks.
-func readmeBlocks(t *testing.T) []codeBlock {
-	raw, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatalf("reading README.md: %v", err)
+// markdownFiles returns the documentation pages whose Go blocks are
+// compiled, relative to the repository root: README.md, CONTRIBUTING.md
+// and every docs/*.md.
+func markdownFiles() ([]string, error) {
+	files := []string{"README.md"}
+	if _, err := os.Stat(filepath.Join(repoRoot, "CONTRIBUTING.md")); err == nil {
+		files = append(files, "CONTRIBUTING.md")
 	}
-	lines := strings.Split(string(raw), "\n")
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(pages)
+	for _, p := range pages {
+		files = append(files, "docs/"+filepath.Base(p))
+	}
+	return files, nil
+}
+
+// markdownBlocks returns the ```go blocks of every markdownFiles page.
+func markdownBlocks(t *testing.T) []codeBlock {
+	files, err := markdownFiles()
+	if err != nil {
+		t.Fatalf("listing the documentation pages: %v", err)
+	}
+	var out []codeBlock
+	for _, f := range files {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatalf("reading %s: %v", f, err)
+		}
+		out = append(out, pageBlocks(f, string(raw))...)
+	}
+	return out
+}
+
+// pageBlocks returns the ```go blocks of one Markdown page, file being its
+// path relative to the repository root.
+func pageBlocks(file, text string) []codeBlock {
+	lines := strings.Split(text, "\n")
 	var out []codeBlock
 	var pendingRun *codeBlock
 	prev := ""
@@ -84,7 +145,7 @@ func readmeBlocks(t *testing.T) []codeBlock {
 			out[len(out)-1].want = body + "\n"
 			pendingRun = nil
 		} else if lang == "go" {
-			b := codeBlock{file: "README.md", line: start + 1, code: dedent(body)}
+			b := codeBlock{file: file, line: start + 1, code: dedent(body), showsImports: true}
 			if m := readmeMarker.FindStringSubmatch(prev); m != nil {
 				b.needs = m[1]
 			}
@@ -361,22 +422,31 @@ var (
 )
 `
 
-// generate writes b as the file block.go of its scratch package directory.
-func generate(b codeBlock, dir string) error {
+// generate writes b as the file block.go of its scratch package directory,
+// with the order-service domain beside it in domain.go; what is wrong with
+// the block beyond compiling goes to b.problem.
+func generate(b *codeBlock, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	name := filepath.Base(dir)
-	directive := fmt.Sprintf("//line %s:%d\n", b.file, b.line)
 	trimmed := strings.TrimSpace(b.code)
 	if strings.HasPrefix(trimmed, "package ") || strings.Contains(trimmed, "\npackage ") {
+		directive := fmt.Sprintf("//line %s:%d\n", b.file, b.line)
 		return os.WriteFile(filepath.Join(dir, "block.go"), []byte(directive+b.code+"\n"), 0o644)
 	}
+	code, line := b.code, b.line
+	importDecl, rest, restLine, shown := splitImports(code, line)
+	if shown {
+		importDecl = fmt.Sprintf("//line %s:%d\n", b.file, line) + importDecl + "\n"
+		code, line = rest, restLine
+	}
+	directive := fmt.Sprintf("//line %s:%d\n", b.file, line)
 	fset := token.NewFileSet()
 	var body string
 	var declared map[string]bool
-	if f, err := parser.ParseFile(fset, "", "package p\n"+b.code, 0); err == nil {
-		body = directive + b.code + "\n"
+	if f, err := parser.ParseFile(fset, "", "package p\n"+code, 0); err == nil {
+		body = directive + code + "\n"
 		if b.needs != "" {
 			// Declarations get what they need as package-level variables.
 			body = "var (\n\t" + strings.Join(splitParams(b.needs), "\n\t") + "\n)\n\n" + body
@@ -384,17 +454,18 @@ func generate(b codeBlock, dir string) error {
 		declared = topLevelNames(f)
 	} else {
 		end := "\treturn nil\n"
-		if fn, err := parser.ParseFile(fset, "", "package p\nfunc _() {\n"+b.code+"\n}", 0); err == nil {
+		if fn, err := parser.ParseFile(fset, "", "package p\nfunc _() {\n"+code+"\n}", 0); err == nil {
 			stmts := fn.Decls[0].(*ast.FuncDecl).Body.List
 			if len(stmts) > 0 && terminates(stmts[len(stmts)-1]) {
 				end = ""
 			}
 		}
-		body = fmt.Sprintf("func fragment(%s) error {\n%s%s\n%s}\n", b.needs, directive, b.code, end)
+		body = fmt.Sprintf("func fragment(%s) error {\n%s%s\n%s}\n", b.needs, directive, code, end)
 		declared = map[string]bool{"fragment": true}
 	}
-	var src bytes.Buffer
-	fmt.Fprintf(&src, "package %s\n\n", name)
+
+	// domain.go: the domain's declarations the block does not declare
+	// itself, with the imports they need.
 	domain, err := parser.ParseFile(fset, "domain.go", domainSource, parser.ParseComments)
 	if err != nil {
 		return err
@@ -412,15 +483,65 @@ func generate(b codeBlock, dir string) error {
 		return err
 	}
 	domainBody := strings.SplitN(dbuf.String(), "\n", 2)[1]
-	// Imports: every package name the file refers to and does not declare.
-	whole := "package p\n" + domainBody + "\n" + stripLineDirectives(body)
-	f, err := parser.ParseFile(fset, "", whole, 0)
-	if err != nil {
-		// A syntax error: write the block as is, the compiler reports it at its line.
-		f = nil
+	var dsrc bytes.Buffer
+	fmt.Fprintf(&dsrc, "package %s\n\n", name)
+	writeImports(&dsrc, inferImports("package p\n"+domainBody))
+	dsrc.WriteString(domainBody)
+	if err := os.WriteFile(filepath.Join(dir, "domain.go"), dsrc.Bytes(), 0o644); err != nil {
+		return err
 	}
+
+	// block.go: the block, with the imports it shows or, for a doc
+	// comment fragment, those it refers to.
+	var src bytes.Buffer
+	fmt.Fprintf(&src, "package %s\n\n", name)
+	if shown {
+		src.WriteString(importDecl + "\n")
+	} else {
+		imports := inferImports("package p\n" + stripLineDirectives(body))
+		if b.showsImports && len(imports) > 0 {
+			b.problem = fmt.Sprintf("the fragment shows no imports: start it with an import declaration of %s (its reader cannot guess import paths)",
+				strings.Join(imports, "; "))
+		}
+		writeImports(&src, imports)
+	}
+	src.WriteString(body)
+	return os.WriteFile(filepath.Join(dir, "block.go"), src.Bytes(), 0o644)
+}
+
+// splitImports splits the import declarations a fragment starts with from
+// the rest of it. line is the fragment's first line in its file; restLine
+// is the line where rest starts. shown is false when the fragment starts
+// with anything else.
+func splitImports(code string, line int) (decl, rest string, restLine int, shown bool) {
+	const head = "package p\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", head+code, parser.ImportsOnly)
+	if err != nil || len(f.Imports) == 0 {
+		return "", code, line, false
+	}
+	var end token.Pos
+	for _, d := range f.Decls {
+		if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.IMPORT {
+			end = gd.End()
+		}
+	}
+	off := fset.Position(end).Offset - len(head)
+	decl, rest = code[:off], code[off:]
+	restLine = line + strings.Count(decl, "\n")
+	if strings.HasPrefix(rest, "\n") {
+		rest, restLine = rest[1:], restLine+1
+	}
+	return decl, rest, restLine, true
+}
+
+// inferImports returns the import specs ("fmt", or clause
+// "gorm.io/gorm/clause") of the importPaths packages src refers to and does
+// not declare, sorted.
+func inferImports(src string) []string {
+	fset := token.NewFileSet()
 	used := map[string]bool{}
-	if f != nil {
+	if f, err := parser.ParseFile(fset, "", src, 0); err == nil {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				if id, ok := sel.X.(*ast.Ident); ok && id.Obj == nil {
@@ -430,8 +551,9 @@ func generate(b codeBlock, dir string) error {
 			return true
 		})
 	} else {
+		// A syntax error: guess, and let the compiler report it at its line.
 		for pkg := range importPaths {
-			if strings.Contains(whole, pkg+".") {
+			if strings.Contains(src, pkg+".") {
 				used[pkg] = true
 			}
 		}
@@ -447,13 +569,14 @@ func generate(b codeBlock, dir string) error {
 		}
 	}
 	sort.Strings(imports)
-	if len(imports) > 0 {
-		fmt.Fprintf(&src, "import (\n\t%s\n)\n\n", strings.Join(imports, "\n\t"))
+	return imports
+}
+
+// writeImports writes an import declaration of specs, if any.
+func writeImports(w *bytes.Buffer, specs []string) {
+	if len(specs) > 0 {
+		fmt.Fprintf(w, "import (\n\t%s\n)\n\n", strings.Join(specs, "\n\t"))
 	}
-	src.WriteString(domainBody)
-	src.WriteString("\n")
-	src.WriteString(body)
-	return os.WriteFile(filepath.Join(dir, "block.go"), src.Bytes(), 0o644)
 }
 
 // splitParams splits a parameter list at its top-level commas.
@@ -608,7 +731,7 @@ var scratch struct {
 // checkout's modules replaced by their directories.
 func scratchModule(t *testing.T) (string, []codeBlock) {
 	scratch.once.Do(func() {
-		blocks := readmeBlocks(t)
+		blocks := markdownBlocks(t)
 		docs, skipped := packageDocBlocks(t)
 		blocks = append(blocks, docs...)
 		if len(skipped) > 0 {
@@ -685,7 +808,7 @@ func writeScratchModule(dir string, blocks []codeBlock) error {
 	}
 	for i := range blocks {
 		blocks[i].dir = fmt.Sprintf("b%03d", i)
-		if err := generate(blocks[i], filepath.Join(dir, blocks[i].dir)); err != nil {
+		if err := generate(&blocks[i], filepath.Join(dir, blocks[i].dir)); err != nil {
 			return fmt.Errorf("%s: %v", blocks[i].where(), err)
 		}
 	}
@@ -700,8 +823,8 @@ func goCommand(dir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestGoBlocksCompile compiles every Go block of README.md and of the
-// package docs, all at once (one go vet over the scratch module), and names
+// TestGoBlocksCompile compiles every Go block of README.md,
+// CONTRIBUTING.md, docs/*.md and the package docs, all at once (one go vet over the scratch module), and names
 // each failing block by file and line with the compiler's errors.
 func TestGoBlocksCompile(t *testing.T) {
 	if testing.Short() {
@@ -738,6 +861,10 @@ func TestGoBlocksCompile(t *testing.T) {
 	}
 	failed := 0
 	for _, b := range blocks {
+		if b.problem != "" {
+			failed++
+			t.Errorf("%s: %s", b.where(), b.problem)
+		}
 		if msgs, ok := failures[b.dir]; ok {
 			failed++
 			t.Errorf("%s: the Go block does not compile (scratch package %s):\n\t%s", b.where(), b.dir, strings.Join(msgs, "\n\t"))
@@ -747,7 +874,14 @@ func TestGoBlocksCompile(t *testing.T) {
 	for d, msgs := range failures {
 		t.Errorf("go vet in %s (%s):\n\t%s", dir, d, strings.Join(msgs, "\n\t"))
 	}
-	t.Logf("%d Go blocks compiled (README.md and package docs), %d failed", len(blocks), failed)
+	pages := 0
+	for _, b := range blocks {
+		if b.showsImports {
+			pages++
+		}
+	}
+	t.Logf("%d Go blocks compiled (%d of README.md, CONTRIBUTING.md and docs/*.md, %d of package docs), %d failed",
+		len(blocks), pages, len(blocks)-pages, failed)
 	if t.Failed() {
 		scratch.keep = true
 	}
@@ -772,13 +906,16 @@ func TestFirstScreenProgram(t *testing.T) {
 	for i := range blocks {
 		if blocks[i].run {
 			if prog != nil {
-				t.Fatalf("README.md has two programs marked to run: %s and %s", prog.where(), blocks[i].where())
+				t.Fatalf("two programs are marked to run: %s and %s", prog.where(), blocks[i].where())
 			}
 			prog = &blocks[i]
 		}
 	}
 	if prog == nil {
 		t.Fatal(`README.md has no program marked "<!-- run: prints the next block -->"`)
+	}
+	if prog.file != "README.md" {
+		t.Fatalf("%s: the program marked to run belongs on the README's first screen", prog.where())
 	}
 	bin := filepath.Join(t.TempDir(), "first")
 	if out, err := goCommand(dir, "build", "-o", bin, "./"+prog.dir).CombinedOutput(); err != nil {

@@ -11,12 +11,16 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's generated blocks from dialects")
+var update = flag.Bool("update", false, "rewrite docs/databases.md's generated blocks from dialects")
 
-// readmePath is README.md at the repository root, seen from tests/docs.
-var readmePath = filepath.Join("..", "..", "README.md")
+// matricesFile is the page that holds the generated blocks, relative to the
+// repository root, as messages name it; matricesPath is it seen from
+// tests/docs.
+const matricesFile = "docs/databases.md"
 
-// block is one generated part of the README: the text between an opening
+var matricesPath = filepath.Join("..", "..", filepath.FromSlash(matricesFile))
+
+// block is one generated part of the documentation: the text between an opening
 // marker "<!-- name ... -->" and the closing "<!-- /name -->".
 type block struct {
 	name string
@@ -44,17 +48,17 @@ func span(text, name string) (start, end int, err error) {
 		i += 1 + j
 	}
 	if i < 0 {
-		return 0, 0, fmt.Errorf("README.md has no opening marker %q", open+" ... -->")
+		return 0, 0, fmt.Errorf("%s has no opening marker %q", matricesFile, open+" ... -->")
 	}
 	nl := strings.Index(text[i:], "\n")
 	if nl < 0 {
-		return 0, 0, fmt.Errorf("README.md ends right after the marker %q", open)
+		return 0, 0, fmt.Errorf("%s ends right after the marker %q", matricesFile, open)
 	}
 	start = i + nl + 1
 	closing := "<!-- /" + name + " -->"
 	k := strings.Index(text[start:], closing)
 	if k < 0 {
-		return 0, 0, fmt.Errorf("README.md has no closing marker %q after %q", closing, open)
+		return 0, 0, fmt.Errorf("%s has no closing marker %q after %q", matricesFile, closing, open)
 	}
 	return start, start + k, nil
 }
@@ -66,10 +70,13 @@ func markerEnd(rest string) bool {
 	return strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, "-->")
 }
 
+// TestREADMEMatrices checks the per-database matrices of docs/databases.md
+// (the README's "what each database gets", moved to its own page) against
+// dialects; -update rewrites them.
 func TestREADMEMatrices(t *testing.T) {
-	raw, err := os.ReadFile(readmePath)
+	raw, err := os.ReadFile(matricesPath)
 	if err != nil {
-		t.Fatalf("reading README.md: %v", err)
+		t.Fatalf("reading %s: %v", matricesFile, err)
 	}
 	text := string(raw)
 	changed := false
@@ -88,14 +95,14 @@ func TestREADMEMatrices(t *testing.T) {
 			changed = true
 			continue
 		}
-		t.Errorf("README.md's %s block differs from dialects (- README, + dialects):\n%s\nRegenerate it with: cd tests && go test ./docs -update",
-			b.name, lineDiff(got, b.want))
+		t.Errorf("%s's %s block differs from dialects (- page, + dialects):\n%s\nRegenerate it with: cd tests && go test ./docs -update",
+			matricesFile, b.name, lineDiff(got, b.want))
 	}
 	if changed {
-		if err := os.WriteFile(readmePath, []byte(text), 0o644); err != nil {
-			t.Fatalf("writing README.md: %v", err)
+		if err := os.WriteFile(matricesPath, []byte(text), 0o644); err != nil {
+			t.Fatalf("writing %s: %v", matricesFile, err)
 		}
-		t.Logf("rewrote README.md's generated blocks")
+		t.Logf("rewrote %s's generated blocks", matricesFile)
 	}
 }
 
