@@ -2,6 +2,7 @@ package lockplugin
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,11 +17,11 @@ import (
 )
 
 // claimIndexChecks remembers the tables whose indexes Claim has checked,
-// per pool (gorm.Config), so that the catalog is read once per table.
+// per pool (*sql.DB), so that the catalog is read once per table.
 var claimIndexChecks sync.Map // claimIndexKey -> struct{}
 
 type claimIndexKey struct {
-	cfg   *gorm.Config
+	pool  *sql.DB
 	table string
 }
 
@@ -46,7 +47,11 @@ func (c *claim) checkIndex(db *gorm.DB) {
 	if o == nil || c.userWhere == nil || plugin.InTransaction(db.Statement.ConnPool) {
 		return
 	}
-	key := claimIndexKey{db.Config, c.tableName}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return
+	}
+	key := claimIndexKey{sqlDB, c.tableName}
 	if _, done := claimIndexChecks.LoadOrStore(key, struct{}{}); done {
 		return
 	}
@@ -54,7 +59,7 @@ func (c *claim) checkIndex(db *gorm.DB) {
 	if !ok || len(cols) == 0 {
 		return // a raw condition (gorm.Expr): no columns to go by
 	}
-	leading, err := leadingIndexColumns(db.Statement.Context, db, c.d, c.tableName)
+	leading, err := leadingIndexColumns(db.Statement.Context, sqlDB, c.d, c.tableName)
 	if err != nil || leading == nil {
 		return
 	}
@@ -137,7 +142,7 @@ func whereColumns(where clause.Expression, cols []string) ([]string, bool) {
 // leadingIndexColumns returns the first column of each index of table
 // (lower case), read from the catalog on db's pool; nil where lockplugin
 // does not read this database's catalog.
-func leadingIndexColumns(ctx context.Context, db *gorm.DB, d dialects.Dialect, table string) (map[string]bool, error) {
+func leadingIndexColumns(ctx context.Context, sqlDB *sql.DB, d dialects.Dialect, table string) (map[string]bool, error) {
 	var q string
 	args := []any{table}
 	switch {
@@ -155,10 +160,6 @@ func leadingIndexColumns(ctx context.Context, db *gorm.DB, d dialects.Dialect, t
 		q = "SELECT ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii WHERE ii.seqno = 0"
 	default:
 		return nil, nil
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
 	}
 	rows, err := sqlDB.QueryContext(ctx, q, args...)
 	if err != nil {
