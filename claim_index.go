@@ -134,7 +134,7 @@ func whereColumns(where clause.Expression, cols []string) ([]string, bool) {
 		}
 		return cols, true
 	case clause.Where:
-		return whereColumns(clause.AndConditions{Exprs: w.Exprs}, cols)
+		return whereColumns(clause.AndConditions(w), cols)
 	}
 	return cols, false
 }

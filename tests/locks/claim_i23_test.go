@@ -524,7 +524,9 @@ func TestClaimIndexWarning(t *testing.T) {
 // worker finishes a job with an update guarded by its claim (WHERE id = ?
 // AND worker = <its call>) and counts the job only if that matched; a
 // worker that finds the queue empty runs Reclaim (visibility timeout 2 s).
-// Every job is finished exactly once: 0 lost after reclaim, 0 twice.
+// Every job ends done (0 lost after reclaim), and no job is finished twice
+// (the guarded update matched once); a finishing update killed in flight
+// is counted apart: it may have been the one that finished its job.
 func TestClaimBackendKills(t *testing.T) {
 	type target struct {
 		name, driver, kill, victims string
@@ -580,7 +582,7 @@ func TestClaimBackendKills(t *testing.T) {
 				defer direct.Close()
 				var mu sync.Mutex
 				finished := map[int64]int{}
-				var unknown, failed, kills, reclaimed atomic.Int64
+				var unknown, failed, kills, reclaimed, inDoubt atomic.Int64
 				stop := make(chan struct{})
 				killerDone := make(chan struct{})
 				go func() {
@@ -612,12 +614,6 @@ func TestClaimBackendKills(t *testing.T) {
 				}()
 				errs, elapsed := scenario.Race(10, func(w int) error {
 					for {
-						mu.Lock()
-						done := len(finished) == jobs
-						mu.Unlock()
-						if done {
-							return nil
-						}
 						call := i23CallIDs.Add(1)
 						got, err := lockplugin.Claim[i23Job](ctx, db.Table(table), 5, i23Queued,
 							map[string]any{"state": "running", "worker": call, "claimed_at": time.Now()})
@@ -638,14 +634,24 @@ func TestClaimBackendKills(t *testing.T) {
 							if err == nil {
 								reclaimed.Add(n)
 							}
+							var left int64
+							if err := db.WithContext(ctx).Table(table).Where("state <> ?", "done").Count(&left).Error; err == nil && left == 0 {
+								return nil
+							}
 							time.Sleep(100 * time.Millisecond)
 							continue
 						}
 						for _, j := range got {
 							// Finish the job only if the claim is still ours.
 							res := db.WithContext(ctx).Table(table).Where("id = ? AND worker = ?", j.ID, call).Update("state", "done")
-							if res.Error != nil || res.RowsAffected != 1 {
-								continue // killed here, or reclaimed: the job goes back to the queue
+							if res.Error != nil {
+								// Killed here: done or not, unknown; if not,
+								// the job goes back to the queue.
+								inDoubt.Add(1)
+								continue
+							}
+							if res.RowsAffected != 1 {
+								continue // reclaimed meanwhile: another worker has it
 							}
 							mu.Lock()
 							finished[j.ID]++
@@ -656,7 +662,7 @@ func TestClaimBackendKills(t *testing.T) {
 				close(stop)
 				<-killerDone
 				if err := scenario.FirstError(errs); err != nil {
-					t.Fatal(err)
+					t.Fatalf("run %d: %v (%d kills, %d unknown, %d failed, %d reclaimed, %d finished)", run, err, kills.Load(), unknown.Load(), failed.Load(), reclaimed.Load(), len(finished))
 				}
 				twice := 0
 				for _, n := range finished {
@@ -671,9 +677,9 @@ func TestClaimBackendKills(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("run %d: %d kills, %d claims outcome unknown, %d failed plainly, %d rows reclaimed; %d of %d jobs finished, %d twice, %d not done, in %v",
-					run, kills.Load(), unknown.Load(), failed.Load(), reclaimed.Load(), len(finished), jobs, twice, notDone, elapsed)
-				if len(finished) != jobs || twice != 0 || notDone != 0 || kills.Load() == 0 {
+				t.Logf("run %d: %d kills, %d claims outcome unknown, %d failed plainly, %d rows reclaimed; %d of %d jobs finished with an answer, %d finishes killed in flight, %d twice, %d not done, in %v",
+					run, kills.Load(), unknown.Load(), failed.Load(), reclaimed.Load(), len(finished), jobs, inDoubt.Load(), twice, notDone, elapsed)
+				if len(finished) > jobs || len(finished)+int(inDoubt.Load()) < jobs || twice != 0 || notDone != 0 || kills.Load() == 0 {
 					t.Fatalf("run %d: %d of %d finished, %d twice, %d not done, %d kills", run, len(finished), jobs, twice, notDone, kills.Load())
 				}
 			}
