@@ -686,3 +686,51 @@ func TestClaimBackendKills(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimRetriesDeadlockBeforeCommit: on the shared MariaDB, the
+// claim's locking read fails with an injected 1213 (go-sql-driver's own
+// error type) twice: Claim rolls back, tries again and returns the rows;
+// the caller sees no deadlock. When every one of its 5 tries fails, the
+// deadlock is returned and nothing stays claimed.
+func TestClaimRetriesDeadlockBeforeCommit(t *testing.T) {
+	tg := testdb.Get(t, testdb.MySQL)
+	if !tg.Dialect.Supports(dialects.QueueClaim) {
+		t.Skipf("%s cannot claim", tg.Dialect)
+	}
+	const table = "i23_retry_jobs"
+	i23Seed(t, tg.DB, table, 5)
+	var budget, injected atomic.Int64
+	pool := sql.OpenDB(driverhook.Wrap(driverhook.DSNConnector(tg.SQL.Driver(), tg.DSN), driverhook.Hooks{
+		BeforeStatement: func(_ context.Context, q string, _ []driver.NamedValue) error {
+			if strings.Contains(q, "SKIP LOCKED") && strings.Contains(q, table) && budget.Add(-1) >= 0 {
+				injected.Add(1)
+				return &mysqldrv.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock (injected)"}
+			}
+			return nil
+		},
+	}))
+	t.Cleanup(func() { _ = pool.Close() })
+	db, err := gorm.Open(mysql.New(mysql.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(lockplugin.New()); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]any{"state": "running", "worker": 1}
+	budget.Store(2)
+	got, err := lockplugin.Claim[i23Job](liveContext(t), db.Table(table), 3, i23Queued, set)
+	if err != nil || len(got) != 3 || injected.Load() != 2 {
+		t.Fatalf("after 2 injected deadlocks: %d rows, %v, %d injected; want 3 rows and no error", len(got), err, injected.Load())
+	}
+	budget.Store(100)
+	injected.Store(0)
+	_, err = lockplugin.Claim[i23Job](liveContext(t), db.Table(table), 2, i23Queued, set)
+	if !dialects.IsRetryable(err) || errors.Is(err, lockplugin.ErrClaimOutcomeUnknown) || injected.Load() != 5 {
+		t.Fatalf("every try deadlocked: %v after %d tries; want the deadlock after 5", err, injected.Load())
+	}
+	var queued int64
+	if err := tg.DB.Table(table).Where("state = ?", "queued").Count(&queued).Error; err != nil || queued != 2 {
+		t.Fatalf("%d jobs still queued, %v; want 2", queued, err)
+	}
+}
