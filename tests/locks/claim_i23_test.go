@@ -734,3 +734,72 @@ func TestClaimRetriesDeadlockBeforeCommit(t *testing.T) {
 		t.Fatalf("%d jobs still queued, %v; want 2", queued, err)
 	}
 }
+
+// TestClaimBadConnAfterSend: a driver that reports driver.ErrBadConn
+// after the server ran the claim (as the issue saw pgx do in simple
+// protocol after a lost reply; here a hook turns the UPDATE's success
+// into ErrBadConn on the shared PostgreSQL). Baseline: the statement sent
+// through the pool is re-sent by database/sql on another connection, and
+// the call returns the second batch with no error while the first stays
+// claimed, handed to no one. Claim, on its pinned connection, is sent once
+// and reports ErrClaimOutcomeUnknown; Reclaim re-queues its rows. 3 runs.
+func TestClaimBadConnAfterSend(t *testing.T) {
+	tg := testdb.Get(t, testdb.Postgres)
+	const table = "i23_badconn_jobs"
+	var armed atomic.Bool
+	pool := sql.OpenDB(driverhook.Wrap(driverhook.DSNConnector(tg.SQL.Driver(), tg.DSN), driverhook.Hooks{
+		AfterStatement: func(_ context.Context, q string, err error) error {
+			if err == nil && strings.HasPrefix(q, "UPDATE") && strings.Contains(q, table) && armed.CompareAndSwap(true, false) {
+				return driver.ErrBadConn
+			}
+			return err
+		},
+	}))
+	t.Cleanup(func() { _ = pool.Close() })
+	db, err := gorm.Open(postgres.New(postgres.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(lockplugin.New()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := liveContext(t)
+	tagged := func(call int64) int64 {
+		var n int64
+		if err := tg.DB.Table(table).Where("worker = ?", call).Count(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for run := 1; run <= 3; run++ {
+		i23Seed(t, tg.DB, table, 10)
+		call := i23CallIDs.Add(1)
+		var ids []int64
+		armed.Store(true)
+		err := db.WithContext(ctx).Raw("UPDATE "+table+" SET state = 'running', worker = ?, claimed_at = ? FROM (SELECT id FROM "+table+
+			" WHERE state = 'queued' ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED) AS c WHERE "+table+".id = c.id RETURNING "+table+".id",
+			call, time.Now()).Scan(&ids).Error
+		n := tagged(call)
+		t.Logf("run %d, baseline (pooled statement): returned %d rows, error %v; %d rows carry the call's claim", run, len(ids), err, n)
+		if err != nil || n <= int64(len(ids)) {
+			t.Fatalf("the baseline was not re-sent: %d returned, %d claimed, %v", len(ids), n, err)
+		}
+
+		i23Seed(t, tg.DB, table, 10)
+		call = i23CallIDs.Add(1)
+		armed.Store(true)
+		got, err := lockplugin.Claim[i23Job](ctx, db.Table(table), 2, i23Queued,
+			map[string]any{"state": "running", "worker": call, "claimed_at": time.Now()})
+		n = tagged(call)
+		t.Logf("run %d, Claim: returned %d rows, error %v; %d rows carry the call's claim", run, len(got), err, n)
+		if !errors.Is(err, lockplugin.ErrClaimOutcomeUnknown) || len(got) != 0 || n != 2 {
+			t.Fatalf("Claim: %d rows, %v, %d claimed; want ErrClaimOutcomeUnknown and one batch of 2 claimed", len(got), err, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		back, err := lockplugin.Reclaim[i23Job](ctx, db.Table(table), i23Running, "claimed_at", 10*time.Millisecond,
+			map[string]any{"state": "queued", "worker": 0})
+		if err != nil || back != 2 {
+			t.Fatalf("Reclaim: %d rows, %v; want the 2", back, err)
+		}
+	}
+}
