@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -63,12 +64,45 @@ const claimAlias = "lockplugin_claimed"
 //     The rows returned are those read under the lock with set's values
 //     applied; with an expression in set they are read again.
 //
-// Elsewhere (MySQL before 8.0.1, MariaDB before 10.6, a database lockplugin
-// does not know) Claim fails with ErrUnsupported before any SQL is sent. On
-// a db inside a transaction Claim runs in it, and the rows stay claimed
-// only if it commits; otherwise each statement (or the MySQL-family
-// transaction) commits on its own. The plugin must be registered on db
-// (ErrNotRegistered); ctx and db's own context both bound the call.
+// Elsewhere (MySQL before 8.0.1, MariaDB before 10.6, TiDB, a database
+// lockplugin does not know) Claim fails with ErrUnsupported before any
+// SQL is sent. T is a model struct or a pointer to one (Claim[*Job]);
+// other element types are ErrInvalidClaim, before any SQL.
+//
+// A claim is sent once. Outside a transaction it runs on a connection of
+// its own (a *sql.Conn, or the MySQL-family transaction), never through
+// the pool, which re-sends a statement on another connection when a
+// driver reports driver.ErrBadConn, as some do after the server ran it: a
+// re-sent claim takes a second batch and the first is lost. When the
+// claim was sent and no answer came back (a lost reply, a killed server
+// or connection, ctx ending mid-statement, a failed COMMIT), Claim returns
+// an error matching ErrClaimOutcomeUnknown: its rows may be claimed and
+// handed to no one. Reclaim re-queues those, and the rows of workers that
+// died, once their claim is older than a visibility timeout: stamp a
+// claimed-at column in set (see Reclaim). Errors from before the send
+// (no connection, a failed BEGIN) and the database's own refusal of the
+// statement mean nothing was claimed and are returned as they are.
+//
+// On MySQL and MariaDB the claim transaction runs at READ COMMITTED,
+// whatever the session's default: at InnoDB's REPEATABLE READ concurrent
+// claimers deadlock on the gap locks of the (state, id) index (error
+// 1213). A deadlock or lock wait timeout that still ends a try before its
+// COMMIT is retried (up to 5 tries); it never reaches the caller unless
+// every try failed.
+//
+// Claim needs an index that serves where and the key order, or each claim
+// reads the table from its first row: on a drained queue that is every
+// finished job, and InnoDB locks each row it reads. Index the state column
+// and the key, e.g. CREATE INDEX ... ON jobs (state, id) (ClaimIndexAdvice
+// prints it). With an Observer (WithObserver), Claim checks each table's
+// indexes once per pool and reports a where no index leads with as an
+// observe.Warning; lockcheck doctor reports such tables too.
+//
+// On a db inside a transaction Claim runs in it (at that transaction's
+// isolation: use READ COMMITTED on MySQL), and the rows stay claimed only
+// if it commits; its COMMIT's outcome is the caller's to learn. The plugin
+// must be registered on db (ErrNotRegistered); ctx and db's own context
+// both bound the call.
 func Claim[T any](ctx context.Context, db *gorm.DB, n int, where clause.Expression, set map[string]any) ([]T, error) {
 	if db == nil || !plugin.Registered(db) {
 		return nil, ErrNotRegistered
@@ -89,36 +123,234 @@ func Claim[T any](ctx context.Context, db *gorm.DB, n int, where clause.Expressi
 	if err != nil {
 		return nil, err
 	}
-	var out []T
-	switch c.d.Kind {
-	case dialects.Postgres, dialects.SQLite, dialects.SQLServer:
-		query, vars := c.statement()
-		// Table lets clause.CurrentTable in where (and in the soft-delete
-		// condition) name the claimed table.
-		q := base.Table(c.tableName).Raw(query, vars...)
-		if c.fastScan {
-			var rows *sql.Rows
-			if rows, err = q.Rows(); err == nil {
-				out, err = scanClaimed[T](ctx, rows, c.sch)
-			}
-		} else {
-			err = q.Find(&out).Error
-		}
-	default:
-		if plugin.InTransaction(base.Statement.ConnPool) {
-			out, err = claimLocked[T](base, c)
-		} else {
-			err = base.Transaction(func(tx *gorm.DB) error {
-				var err error
-				out, err = claimLocked[T](tx, c)
-				return err
-			})
-		}
-	}
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return out, nil
+	c.checkIndex(base)
+	inTx := plugin.InTransaction(base.Statement.ConnPool)
+	switch c.d.Kind {
+	case dialects.Postgres, dialects.SQLite, dialects.SQLServer:
+		if inTx {
+			// The caller's transaction is pinned to its connection, and
+			// whatever happens to it is the caller's COMMIT to learn.
+			out, _, err := claimOne[T](ctx, base, base.Statement.ConnPool, c)
+			return out, err
+		}
+		// A connection of its own, not the pool: database/sql retries a
+		// statement on a new connection when the driver says the first
+		// was bad (driver.ErrBadConn), and some drivers say so after the
+		// server ran it. A retried claim takes a second batch and hands
+		// back only that one.
+		pool, cp := claimPool(ctx, base)
+		if pool == nil {
+			// A ConnPool of the caller's own making (neither a *sql.DB
+			// nor a gorm.GetDBConnector): its connections are its own
+			// to manage, and the statement goes through it.
+			out, sent, err := claimOne[T](ctx, base, cp, c)
+			if err != nil && sent {
+				return nil, c.unknown(err)
+			}
+			return out, err
+		}
+		conn, err := pool.Conn(ctx)
+		if err != nil {
+			return nil, err // no connection: nothing was sent
+		}
+		defer conn.Close()
+		out, sent, err := claimOne[T](ctx, base, conn, c)
+		if err != nil && sent {
+			return nil, c.unknown(err)
+		}
+		return out, err
+	default:
+		if inTx {
+			return claimLocked[T](base, c)
+		}
+		return claimInTx[T](ctx, base, c)
+	}
+}
+
+// ErrClaimOutcomeUnknown is wrapped by the error Claim returns when its
+// claim reached the database and the answer did not come back: the
+// connection broke, the server went away, or ctx ended while the statement
+// (or the MySQL-family COMMIT) ran. The rows it matched may be claimed,
+// with set's values on them, and handed to no one. Nothing is retried:
+// a second try would claim a second batch. Such rows, like the rows of a
+// worker that died, are re-queued by Reclaim once their claim is older
+// than the visibility timeout (see Reclaim), so set should stamp a
+// claimed-at column. errors.Is(err, ErrClaimOutcomeUnknown) tells this
+// case apart; errors.Unwrap gives the driver's error. Errors known to come
+// before anything was sent (no connection to be had, a refused BEGIN, a
+// statement the server rejected) are returned as they are: nothing is
+// claimed.
+var ErrClaimOutcomeUnknown = errors.New("lockplugin: claim outcome unknown")
+
+// claimUnknownError is an ErrClaimOutcomeUnknown with its cause.
+type claimUnknownError struct {
+	db, table string
+	cause     error
+}
+
+func (e *claimUnknownError) Error() string {
+	return fmt.Sprintf("lockplugin: Claim on %s table %s: outcome unknown, the connection failed after the claim was sent (%v); rows it claimed were returned to no one: re-queue them with lockplugin.Reclaim after the visibility timeout", e.db, e.table, e.cause)
+}
+
+func (e *claimUnknownError) Unwrap() error        { return e.cause }
+func (e *claimUnknownError) Is(target error) bool { return target == ErrClaimOutcomeUnknown }
+
+// unknown wraps err, which came after the claim was sent, as outcome
+// unknown, unless the database's own answer says the claim did not run.
+func (c *claim) unknown(err error) error {
+	if dialects.IsStatementError(err) {
+		return err
+	}
+	return &claimUnknownError{db: c.d.String(), table: c.tableName, cause: err}
+}
+
+// dbresolverCallback is the name gorm.io/plugin/dbresolver registers its
+// pool-switching callbacks under; its Create callback picks the source
+// (write) pool.
+const dbresolverCallback = "gorm:db_resolver"
+
+// claimPool returns the *sql.DB a write through db goes to: db's own pool,
+// or the source dbresolver would pick for a write; or nil and the
+// ConnPool itself when that is no *sql.DB. It sends nothing.
+func claimPool(ctx context.Context, db *gorm.DB) (*sql.DB, gorm.ConnPool) {
+	cp := db.Statement.ConnPool
+	if resolve := db.Callback().Create().Get(dbresolverCallback); resolve != nil {
+		tx := db.Session(&gorm.Session{Context: ctx})
+		resolve(tx)
+		if tx.Statement.ConnPool != nil {
+			cp = tx.Statement.ConnPool
+		}
+	}
+	switch p := cp.(type) {
+	case *sql.DB:
+		return p, cp
+	case gorm.GetDBConnector:
+		if sqlDB, err := p.GetDBConn(); err == nil && sqlDB != nil {
+			return sqlDB, cp
+		}
+	}
+	return nil, cp
+}
+
+// claimOne sends the one-statement claim of PostgreSQL, SQLite or SQL
+// Server on conn and reads the rows. sent reports whether the statement
+// may have reached the database.
+func claimOne[T any](ctx context.Context, db *gorm.DB, conn gorm.ConnPool, c *claim) (out []T, sent bool, err error) {
+	query, vars := c.statement()
+	// Table lets clause.CurrentTable in where (and in the soft-delete
+	// condition) name the claimed table. Raw only builds the SQL; it is
+	// sent here, on conn, not through GORM's callbacks, which could
+	// switch the connection (dbresolver).
+	stmt := db.Table(c.tableName).Raw(query, vars...).Statement
+	sqlText, args := stmt.SQL.String(), stmt.Vars
+	begin := time.Now()
+	defer func() {
+		if db.Logger != nil {
+			db.Logger.Trace(ctx, begin, func() (string, int64) {
+				return db.Dialector.Explain(sqlText, args...), int64(len(out))
+			}, err)
+		}
+	}()
+	if db.DryRun {
+		return nil, false, nil
+	}
+	rows, err := conn.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, true, err
+	}
+	if c.fastScan {
+		out, err = scanClaimed[T](ctx, rows, c.sch)
+	} else {
+		out, err = scanWithGORM[T](db, rows)
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return out, true, nil
+}
+
+// scanWithGORM reads rows into Ts with GORM's own scanning (for fields
+// with a serializer).
+func scanWithGORM[T any](db *gorm.DB, rows *sql.Rows) (out []T, err error) {
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	for rows.Next() {
+		v := newElem[T]()
+		if err := db.ScanRows(rows, v); err != nil {
+			return nil, err
+		}
+		out = append(out, *v)
+	}
+	return out, rows.Err()
+}
+
+// newElem returns a new T, with T's struct allocated when T is a pointer,
+// for a scan to fill.
+func newElem[T any]() *T {
+	v := new(T)
+	if rv := reflect.ValueOf(v).Elem(); rv.Kind() == reflect.Pointer {
+		rv.Set(reflect.New(rv.Type().Elem()))
+	}
+	return v
+}
+
+// claimAttempts bounds the MySQL-family claim transactions Claim runs for
+// one call when a deadlock or lock wait timeout ends one before its COMMIT
+// (nothing was claimed then).
+const claimAttempts = 5
+
+// claimInTx runs the locking claim in a transaction of its own. On the
+// MySQL family it runs at READ COMMITTED: at InnoDB's default REPEATABLE
+// READ the locking read takes next-key locks on the index gaps, the UPDATE
+// moves each row's index entry (state changes) into a gap another claimer
+// holds, and concurrent claimers deadlock (error 1213) on most claims. At
+// READ COMMITTED the read locks the rows only. A deadlock or lock wait
+// timeout that still ends a try before its COMMIT is retried here: nothing
+// was committed.
+func claimInTx[T any](ctx context.Context, base *gorm.DB, c *claim) ([]T, error) {
+	var opts *sql.TxOptions
+	if c.d.IsMySQLFamily() {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	for attempt := 1; ; attempt++ {
+		// A transaction holds one connection: database/sql never re-sends
+		// its statements elsewhere. A failed BEGIN claimed nothing.
+		tx := base.Begin(opts)
+		if tx.Error != nil {
+			return nil, tx.Error
+		}
+		out, err := claimLocked[T](tx, c)
+		if err != nil {
+			// Not committed: the rollback (or, with the connection gone,
+			// the server) undoes the claim.
+			_ = tx.Rollback()
+			if attempt < claimAttempts && (dialects.IsRetryable(err) || dialects.IsLockNotAvailable(err)) {
+				if werr := sleepCtx(ctx, time.Duration(attempt)*time.Millisecond); werr != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, err
+		}
+		if err := tx.Commit().Error; err != nil {
+			return nil, c.unknown(err)
+		}
+		return out, nil
+	}
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // claim is one Claim call's validated arguments.
@@ -130,9 +362,10 @@ type claim struct {
 	key       *schema.Field
 	n         int
 	where     clause.Expression
-	cols      []*schema.Field // sorted by column name, for stable SQL
-	values    []any           // in cols order
-	exprs     bool            // a value is an expression the database computes
+	userWhere clause.Expression // where as the caller wrote it
+	cols      []*schema.Field   // sorted by column name, for stable SQL
+	values    []any             // in cols order
+	exprs     bool              // a value is an expression the database computes
 	// fastScan is set when no field of T needs GORM's own scanning (a
 	// serializer): scanClaimed then fills the rows.
 	fastScan bool
@@ -182,7 +415,7 @@ func claimTable(db *gorm.DB) (string, error) {
 }
 
 func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, set map[string]any) (*claim, error) {
-	c := &claim{d: dialects.Of(db), n: n, where: where}
+	c := &claim{d: dialects.Of(db), n: n, where: where, userWhere: where}
 	if err := c.d.Require(dialects.QueueClaim); err != nil {
 		return nil, err
 	}
@@ -191,6 +424,12 @@ func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, 
 	}
 	if len(set) == 0 {
 		return nil, fmt.Errorf("%w: set is empty; a claim must mark its rows (state = 'running', say) or the next claim takes them again", ErrInvalidClaim)
+	}
+	// T is a struct or a pointer to one; anything else (a **Job, a map)
+	// is refused here, before a statement could be sent and its rows
+	// then not be read back.
+	if rt := reflect.TypeOf((*T)(nil)).Elem(); !(rt.Kind() == reflect.Struct || rt.Kind() == reflect.Pointer && rt.Elem().Kind() == reflect.Struct) {
+		return nil, fmt.Errorf("%w: Claim[%s]: T must be a model struct or a pointer to one", ErrInvalidClaim, rt)
 	}
 	stmt := db.Model(new(T)).Statement
 	if err := stmt.Parse(new(T)); err != nil {
@@ -440,8 +679,8 @@ func scanClaimed[T any](ctx context.Context, rows *sql.Rows, sch *schema.Schema)
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		var v T
-		rv := reflect.ValueOf(&v).Elem()
+		vp := newElem[T]()
+		rv := reflect.ValueOf(vp).Elem()
 		for i, f := range fields {
 			if f == nil {
 				continue
@@ -450,7 +689,7 @@ func scanClaimed[T any](ctx context.Context, rows *sql.Rows, sch *schema.Schema)
 				return nil, fmt.Errorf("lockplugin: Claim: reading column %q into %s.%s: %w", cols[i], sch.Name, f.Name, err)
 			}
 		}
-		out = append(out, v)
+		out = append(out, *vp)
 	}
 	return out, rows.Err()
 }

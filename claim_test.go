@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -37,6 +38,18 @@ type recorder struct {
 	mu   sync.Mutex
 	log  []string
 	rows [][]driver.Value // answered to every query
+	// fail, when set, decides the error of each statement (and of
+	// "COMMIT") after it is recorded: the reply lost after the send.
+	fail func(stmt string) error
+}
+
+func (r *recorder) failure(s string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail == nil {
+		return nil
+	}
+	return r.fail(s)
 }
 
 func (r *recorder) record(s string) {
@@ -64,19 +77,33 @@ func (c recConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("
 func (c recConn) Close() error                        { return nil }
 func (c recConn) Begin() (driver.Tx, error)           { c.r.record("BEGIN"); return recTx(c), nil }
 
+// BeginTx records the isolation level as go-sql-driver/mysql sends it.
+func (c recConn) BeginTx(_ context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if sql.IsolationLevel(opts.Isolation) != sql.LevelDefault {
+		c.r.record("SET TRANSACTION ISOLATION LEVEL " + strings.ToUpper(sql.IsolationLevel(opts.Isolation).String()))
+	}
+	return c.Begin()
+}
+
 func (c recConn) QueryContext(_ context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
 	c.r.record(q + args2s(args))
+	if err := c.r.failure(q); err != nil {
+		return nil, err
+	}
 	return &recRows{rows: c.r.rows}, nil
 }
 
 func (c recConn) ExecContext(_ context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
 	c.r.record(q + args2s(args))
+	if err := c.r.failure(q); err != nil {
+		return nil, err
+	}
 	return driver.RowsAffected(len(c.r.rows)), nil
 }
 
 type recTx recConn
 
-func (t recTx) Commit() error   { t.r.record("COMMIT"); return nil }
+func (t recTx) Commit() error   { t.r.record("COMMIT"); return t.r.failure("COMMIT") }
 func (t recTx) Rollback() error { t.r.record("ROLLBACK"); return nil }
 
 func args2s(args []driver.NamedValue) string {
@@ -180,12 +207,14 @@ func TestClaimSQL(t *testing.T) {
 			`UPDATE TOP (@p1) [jobs] WITH (UPDLOCK, READPAST, ROWLOCK) SET [attempts]=attempts + @p2,[state]=@p3,[worker]=@p4 OUTPUT INSERTED.* WHERE ([state] = @p5) [10 1 running 7 queued]`,
 		}},
 		{"mysql", "8.0.36", setPlain, []string{
+			"SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
 			"BEGIN",
 			"SELECT * FROM `jobs` WHERE `state` = ? ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED [queued 10]",
 			"UPDATE `jobs` SET `state`=?,`worker`=? WHERE `id` IN (?,?) [running 7 1 2]",
 			"COMMIT",
 		}},
 		{"mysql", "10.11.6-MariaDB", setExpr, []string{
+			"SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
 			"BEGIN",
 			"SELECT * FROM `jobs` WHERE `state` = ? ORDER BY `id` LIMIT ? FOR UPDATE SKIP LOCKED [queued 10]",
 			"UPDATE `jobs` SET `attempts`=attempts + ?,`state`=?,`worker`=? WHERE `id` IN (?,?) [1 running 7 1 2]",
@@ -369,4 +398,154 @@ func TestClaimRefused(t *testing.T) {
 			t.Fatalf("sent %q", got)
 		}
 	})
+}
+
+// ptrJob is claimed as Claim[*ptrJob].
+type ptrJob struct {
+	ID       int64
+	State    string
+	Worker   int
+	Attempts int
+}
+
+func (*ptrJob) TableName() string { return "jobs" }
+
+// TestClaimPointerElements: Claim[*T] claims and returns the rows on
+// every code path (one statement, fast or GORM scanning; the locked
+// transaction, with and without a read-back); element types that are no
+// model are refused with nothing sent.
+func TestClaimPointerElements(t *testing.T) {
+	for _, c := range []struct{ name, version string }{{"postgres", ""}, {"sqlite", ""}, {"mysql", "8.0.36"}, {"oracle", ""}} {
+		for _, set := range []map[string]any{setPlain, setExpr} {
+			db, _ := claimDB(t, c.name, c.version, twoRows)
+			jobs, err := lockplugin.Claim[*ptrJob](context.Background(), db, 10, queued, set)
+			if err != nil || len(jobs) != 2 || jobs[0] == nil || jobs[1] == nil || jobs[0].ID != 1 || jobs[1].ID != 2 || jobs[0].State != "running" {
+				t.Fatalf("%s: Claim[*T]: %+v, %v", c.name, jobs, err)
+			}
+		}
+	}
+	db, rec := claimDB(t, "postgres", "", twoRows)
+	if _, err := lockplugin.Claim[**ptrJob](context.Background(), db, 10, queued, setPlain); !errors.Is(err, lockplugin.ErrInvalidClaim) {
+		t.Fatalf("Claim[**T]: %v, want ErrInvalidClaim", err)
+	}
+	if _, err := lockplugin.Claim[map[string]any](context.Background(), db, 10, queued, setPlain); !errors.Is(err, lockplugin.ErrInvalidClaim) {
+		t.Fatalf("Claim[map]: %v, want ErrInvalidClaim", err)
+	}
+	if got := rec.statements(); len(got) != 0 {
+		t.Fatalf("refused claims sent %q", got)
+	}
+}
+
+// TestClaimOutcomeUnknown: a claim whose reply is lost is sent once (not
+// retried on another connection, even when the driver says ErrBadConn, as
+// pgx does for a lost reply in simple protocol) and reported as outcome
+// unknown; on the MySQL family a failure before COMMIT claimed nothing
+// and is returned as it is, and a failed COMMIT is outcome unknown.
+func TestClaimOutcomeUnknown(t *testing.T) {
+	lost := []error{io.ErrUnexpectedEOF, driver.ErrBadConn, context.DeadlineExceeded}
+	for _, cause := range lost {
+		for _, name := range []string{"postgres", "sqlserver"} {
+			db, rec := claimDB(t, name, "", twoRows)
+			rec.fail = func(string) error { return cause }
+			jobs, err := lockplugin.Claim[claimJob](context.Background(), db, 10, queued, setPlain)
+			if !errors.Is(err, lockplugin.ErrClaimOutcomeUnknown) || !errors.Is(err, cause) || jobs != nil {
+				t.Fatalf("%s, %v: got %v, %v; want ErrClaimOutcomeUnknown wrapping the cause", name, cause, jobs, err)
+			}
+			if got := rec.statements(); len(got) != 1 {
+				t.Fatalf("%s, %v: sent %d statements, want 1 (no retry): %q", name, cause, len(got), got)
+			}
+		}
+	}
+	t.Run("mysql, lost reply before COMMIT", func(t *testing.T) {
+		db, rec := claimDB(t, "mysql", "8.0.36", twoRows)
+		rec.fail = func(s string) error {
+			if strings.HasPrefix(s, "UPDATE") {
+				return io.ErrUnexpectedEOF
+			}
+			return nil
+		}
+		_, err := lockplugin.Claim[claimJob](context.Background(), db, 10, queued, setPlain)
+		if err == nil || errors.Is(err, lockplugin.ErrClaimOutcomeUnknown) {
+			t.Fatalf("got %v; want the plain error: nothing was committed", err)
+		}
+		if got := rec.statements(); got[len(got)-1] != "ROLLBACK" {
+			t.Fatalf("statements %q; want a ROLLBACK last", got)
+		}
+	})
+	t.Run("mysql, lost reply to COMMIT", func(t *testing.T) {
+		db, rec := claimDB(t, "mysql", "10.11.6-MariaDB", twoRows)
+		rec.fail = func(s string) error {
+			if s == "COMMIT" {
+				return io.ErrUnexpectedEOF
+			}
+			return nil
+		}
+		_, err := lockplugin.Claim[claimJob](context.Background(), db, 10, queued, setPlain)
+		if !errors.Is(err, lockplugin.ErrClaimOutcomeUnknown) {
+			t.Fatalf("got %v; want ErrClaimOutcomeUnknown", err)
+		}
+		n := 0
+		for _, s := range rec.statements() {
+			if s == "COMMIT" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d COMMITs, want 1: %q", n, rec.statements())
+		}
+	})
+}
+
+// stampedJob has the claimed-at column Reclaim goes by.
+type stampedJob struct {
+	ID        int64
+	State     string
+	ClaimedAt time.Time
+	DeletedAt gorm.DeletedAt
+}
+
+func (stampedJob) TableName() string { return "jobs" }
+
+// TestReclaimSQL: Reclaim is one UPDATE of the claimed rows whose claim
+// is older than the timeout, the cut-off bound; bad arguments are refused
+// before any SQL.
+func TestReclaimSQL(t *testing.T) {
+	db, rec := claimDB(t, "postgres", "", nil)
+	running := clause.Eq{Column: clause.Column{Name: "state"}, Value: "running"}
+	before := time.Now()
+	if _, err := lockplugin.Reclaim[*stampedJob](context.Background(), db, running, "ClaimedAt", time.Minute, map[string]any{"state": "queued"}); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.statements()
+	prefix := `UPDATE "jobs" SET "state"=$1 WHERE "state" = $2 AND "claimed_at" < $3 AND "jobs"."deleted_at" IS NULL [queued running `
+	if len(got) != 1 || !strings.HasPrefix(got[0], prefix) {
+		t.Fatalf("statements %q\nwant one starting %q", got, prefix)
+	}
+	cut, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", strings.TrimSuffix(strings.TrimPrefix(got[0], prefix), "]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := before.Round(0).Sub(cut); d > time.Minute || d < time.Minute-5*time.Second {
+		t.Fatalf("cut-off %v is %v before the call, want a minute", cut, d)
+	}
+	for _, c := range []struct {
+		where   clause.Expression
+		col     string
+		timeout time.Duration
+		set     map[string]any
+		text    string
+	}{
+		{nil, "claimed_at", time.Minute, map[string]any{"state": "queued"}, "needs a where"},
+		{running, "claimed_at", 0, map[string]any{"state": "queued"}, "timeout is 0s"},
+		{running, "started", time.Minute, map[string]any{"state": "queued"}, `no column "started"`},
+		{running, "claimed_at", time.Minute, nil, "set is empty"},
+	} {
+		_, err := lockplugin.Reclaim[stampedJob](context.Background(), db, c.where, c.col, c.timeout, c.set)
+		if !errors.Is(err, lockplugin.ErrInvalidClaim) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("want ErrInvalidClaim with %q, got %v", c.text, err)
+		}
+	}
+	if got := rec.statements(); len(got) != 1 {
+		t.Fatalf("refused calls sent %q", got[1:])
+	}
 }

@@ -29,9 +29,10 @@ const (
 	Fence                         // fenced writes (root plugin)
 	Retry                         // RetryOnConflict
 	Holds                         // package holds
+	Claim                         // lockplugin.Claim
 )
 
-var mechanismNames = [...]string{"", "lease", "advisory", "version", "fence", "retry", "holds"}
+var mechanismNames = [...]string{"", "lease", "advisory", "version", "fence", "retry", "holds", "claim"}
 
 // String returns the mechanism's lower-case name, e.g. "lease".
 func (m Mechanism) String() string {
@@ -86,11 +87,15 @@ const (
 	// HoldForceReleased: an operator ended a hold with holds.ForceRelease;
 	// its holder's next Release or Extend reports it lost.
 	HoldForceReleased
+	// Warning: a set-up that works but will hurt (Claim on a table with
+	// no index for its condition); Name is the table, Err says what and
+	// how to fix it. Reported once per table and pool.
+	Warning
 )
 
 var kindNames = [...]string{"", "wait_started", "wait_ended", "held", "released", "refreshed",
 	"refresh_failed", "lost", "conflict", "retried", "hold_granted", "hold_full", "hold_released",
-	"hold_expired", "hold_force_released"}
+	"hold_expired", "hold_force_released", "warning"}
 
 // String returns the kind's snake_case name, e.g. "wait_ended".
 func (k Kind) String() string {

@@ -160,6 +160,7 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 			fs = append(fs, *f)
 		}
 	}
+	fs = append(fs, doctorClaim(ctx, sqlDB, d.kind)...)
 	if f, err := staleLeases(ctx, sqlDB, d.kind, o.leaseTable); err != nil {
 		return nil, err
 	} else if f != nil {
