@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 
@@ -89,20 +91,24 @@ func checkName(d dialects.Dialect, name string) error {
 func sessionPlan(d dialects.Dialect, name string, w wait) (session, error) {
 	switch d.Kind {
 	case dialects.Postgres:
-		key := PostgresKey(name)
-		steps := []statement{pgLock(key, w)}
+		// One argument list for the lock and its release: the key is
+		// boxed once per lock, and the texts are constants (or, for a
+		// bounded wait, rendered once per wait, pgLockTimeout).
+		key := []any{PostgresKey(name)}
 		if w.forever {
-			steps = append(steps, pgOverride(key))
+			return session{steps: []statement{{sql: pgLockSQL, args: key}, pgOverride(key[0])}, release: statement{sql: pgUnlockSQL, args: key}}, nil
 		}
-		return session{steps: steps, release: pgUnlock(key)}, nil
+		return session{steps: []statement{pgLockArgs(key, w)}, release: statement{sql: pgUnlockSQL, args: key}}, nil
 	case dialects.MySQL, dialects.MariaDB:
 		if d.Engine == dialects.TiDB {
 			return tidbSession(name, w), nil
 		}
+		arg := []any{name} // shared by the asking step and the release
+		release := statement{sql: myUnlockSQL, args: arg}
 		if w.tryOnce() {
-			return session{steps: []statement{myTry(name)}, release: myUnlock(name)}, nil
+			return session{steps: []statement{{sql: myTrySQL, args: arg}}, release: release}, nil
 		}
-		return session{steps: []statement{myTryWithID(name), myWait(name, w)}, release: myUnlock(name)}, nil
+		return session{steps: []statement{{sql: myTryWithIDSQL, args: arg}, myWaitArg(arg[0], w)}, release: release}, nil
 	case dialects.SQLServer:
 		return session{steps: []statement{msLock(name, w, "Session")}, release: msUnlock(name)}, nil
 	case dialects.Oracle:
@@ -129,7 +135,57 @@ func pgLockTimeout(w wait) string {
 	if w.forever {
 		return "0"
 	}
-	return strconv.FormatInt(w.ceil(time.Millisecond, math.MaxInt32), 10) + "ms"
+	ms := w.ceil(time.Millisecond, math.MaxInt32)
+	if v, ok := pgTimeouts.Load(ms); ok {
+		return v.(string)
+	}
+	s := strconv.FormatInt(ms, 10) + "ms"
+	if n := pgTimeoutCount.Add(1); n <= maxPGTimeouts {
+		pgTimeouts.Store(ms, s)
+	}
+	return s
+}
+
+// pgTimeouts keeps pgLockTimeout's renderings, so that an application's
+// few wait options are rendered once, not per call; at most maxPGTimeouts
+// of them, so that waits computed per call cannot grow it without end.
+var (
+	pgTimeouts     sync.Map // int64 milliseconds -> string
+	pgTimeoutCount atomic.Int64
+)
+
+const maxPGTimeouts = 64
+
+// The constant statement texts that sessionPlan shares.
+const (
+	pgTryLockSQL   = "SELECT pg_try_advisory_lock($1)"
+	pgLockSQL      = "SELECT pg_advisory_lock($1)"
+	pgUnlockSQL    = "SELECT pg_advisory_unlock($1)"
+	pgTimedLockSQL = "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t"
+	myTrySQL       = "SELECT GET_LOCK(?, 0)"
+	myTryWithIDSQL = "SELECT GET_LOCK(?, 0), CONNECTION_ID()"
+	myWaitSQL      = "SELECT GET_LOCK(?, ?)"
+	myUnlockSQL    = "SELECT RELEASE_LOCK(?)"
+)
+
+// mysqlForeverArg is mysqlForever boxed once, for myWaitArg.
+var mysqlForeverArg any = int64(mysqlForever)
+
+// pgLockArgs is pgLock with the key already in its argument list (key
+// holds only the key, and is shared with the release).
+func pgLockArgs(key []any, w wait) statement {
+	if w.tryOnce() {
+		return statement{sql: pgTryLockSQL, args: key}
+	}
+	return statement{sql: pgTimedLockSQL, args: []any{key[0], pgLockTimeout(w)}}
+}
+
+// myWaitArg is myWait with the name already boxed.
+func myWaitArg(name any, w wait) statement {
+	if w.forever {
+		return statement{sql: myWaitSQL, args: []any{name, mysqlForeverArg}}
+	}
+	return statement{sql: myWaitSQL, args: []any{name, w.ceil(time.Second, mysqlForever)}}
 }
 
 // pgLock takes a session lock. A bounded wait sets lock_timeout with
@@ -150,14 +206,12 @@ func pgLock(key int64, w wait) statement {
 	return pgTimedLock(key, pgLockTimeout(w))
 }
 
-// pgOverride waits with lock_timeout off for the statement.
-func pgOverride(key int64) statement { return pgTimedLock(key, "0") }
+// pgOverride waits with lock_timeout off for the statement; key is the
+// key, boxed.
+func pgOverride(key any) statement { return pgTimedLock(key, "0") }
 
-func pgTimedLock(key int64, timeout string) statement {
-	return statement{
-		sql:  "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t",
-		args: []any{key, timeout},
-	}
+func pgTimedLock(key any, timeout string) statement {
+	return statement{sql: pgTimedLockSQL, args: []any{key, timeout}}
 }
 
 // pgHolds counts the holds this session has of key as pg_locks shows them:
