@@ -56,7 +56,7 @@ func (p *countingPool) QueryRowContext(ctx context.Context, q string, args ...an
 }
 
 // countedDB opens kind on a private pool whose statements are counted.
-func countedDB(b *testing.B, kind string) (*gorm.DB, *countingPool) {
+func countedDB(b testing.TB, kind string) (*gorm.DB, *countingPool) {
 	b.Helper()
 	tg := testdb.Open(b, kind, nil)
 	pool := &countingPool{DB: tg.SQL}
