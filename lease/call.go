@@ -69,10 +69,12 @@ func call[T any](ctx context.Context, bound time.Time, op func(ctx context.Conte
 	return zero, fmt.Errorf("%w within %v", ErrStoreTimeout, el), true
 }
 
-// ContextHonourer is an optional interface of a Store whose client ends
-// every call by its context's deadline (go-redis with
-// ContextTimeoutEnabled, pgx, database/sql drivers that watch their
-// context, etcd's gRPC client). Manager then runs its store calls on the
+// ContextHonourer is an optional interface of a Store whose every call
+// ends by its context's deadline (go-redis with ContextTimeoutEnabled,
+// pgx, database/sql drivers that watch their context), cleanup included:
+// a store that detaches a cleanup from the caller's context (a revoke, an
+// undo, a rollback on a context of its own) must not declare it, or must
+// answer false while it may. Manager then runs its store calls on the
 // caller's goroutine under a context ending at the bound, instead of on a
 // goroutine of their own that it stops waiting for at the bound: the
 // bound then holds by the client, not by the Manager. A store that cannot

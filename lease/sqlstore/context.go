@@ -23,9 +23,10 @@ var contextDrivers = []string{
 // then runs the store's calls on the caller's goroutine instead of one of
 // its own (lease.ContextHonourer). Any other pool or driver, a wrapped one
 // included, answers false, and the Manager keeps bounding the calls
-// itself.
+// itself; so does TiDB, whose transactions are rolled back on a context of
+// their own that may outlast the caller's.
 func (s *Store) HonoursContext() bool {
-	if s.usable() != nil {
+	if s.usable() != nil || s.stmts.tidb != nil {
 		return false
 	}
 	db, ok := s.pool.(*sql.DB)
