@@ -171,8 +171,15 @@ const (
 // mysqlForeverArg is mysqlForever boxed once, for myWaitArg.
 var mysqlForeverArg any = int64(mysqlForever)
 
-// pgLockArgs is pgLock with the key already in its argument list (key
-// holds only the key, and is shared with the release).
+// pgLockArgs takes a session lock without waiting, or with a bounded wait;
+// key holds only the key, and is shared with the release. A bounded wait
+// sets lock_timeout with is_local => true in a subquery: PostgreSQL
+// evaluates the subquery (which volatile set_config keeps from being
+// flattened away) before the outer pg_advisory_lock, and the setting ends
+// with the statement's implicit transaction, error or not, so nothing needs
+// restoring and the cycle stays at one round trip. An unbounded wait sends
+// the plain call (sessionPlan); pgOverride is its second attempt when a
+// server, database or role lock_timeout cut it short.
 func pgLockArgs(key []any, w wait) statement {
 	if w.tryOnce() {
 		return statement{sql: pgTryLockSQL, args: key}
@@ -180,30 +187,14 @@ func pgLockArgs(key []any, w wait) statement {
 	return statement{sql: pgTimedLockSQL, args: []any{key[0], pgLockTimeout(w)}}
 }
 
-// myWaitArg is myWait with the name already boxed.
+// myWaitArg waits whole seconds, rounded up; name is the lock name,
+// boxed. (The asking step, GET_LOCK(?, 0) with CONNECTION_ID(), returns
+// the connection id that a cancelled wait needs for KILL QUERY.)
 func myWaitArg(name any, w wait) statement {
 	if w.forever {
 		return statement{sql: myWaitSQL, args: []any{name, mysqlForeverArg}}
 	}
 	return statement{sql: myWaitSQL, args: []any{name, w.ceil(time.Second, mysqlForever)}}
-}
-
-// pgLock takes a session lock. A bounded wait sets lock_timeout with
-// is_local => true in a subquery: PostgreSQL evaluates the subquery (which
-// volatile set_config keeps from being flattened away) before the outer
-// pg_advisory_lock, and the setting ends with the statement's implicit
-// transaction, error or not, so nothing needs restoring and the cycle stays
-// at one round trip. An unbounded wait sends the plain call; pgOverride is
-// its second attempt when a server, database or role lock_timeout cut it
-// short.
-func pgLock(key int64, w wait) statement {
-	switch {
-	case w.tryOnce():
-		return statement{sql: "SELECT pg_try_advisory_lock($1)", args: []any{key}}
-	case w.forever:
-		return statement{sql: "SELECT pg_advisory_lock($1)", args: []any{key}}
-	}
-	return pgTimedLock(key, pgLockTimeout(w))
 }
 
 // pgOverride waits with lock_timeout off for the statement; key is the
@@ -226,10 +217,6 @@ func pgHolds(key int64) statement {
 	}
 }
 
-func pgUnlock(key int64) statement {
-	return statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}
-}
-
 // pgXactLock takes a transaction lock. Inside the caller's transaction a
 // local setting would outlive the statement, so the statement reads the old
 // lock_timeout first and puts it back after the lock is granted, each step a
@@ -247,29 +234,6 @@ func pgXactLock(key int64, w wait) statement {
 			"SELECT current_setting('lock_timeout') AS old OFFSET 0) AS a) AS b) AS c",
 		args: []any{key, pgLockTimeout(w)},
 	}
-}
-
-func myTry(name string) statement {
-	return statement{sql: "SELECT GET_LOCK(?, 0)", args: []any{name}}
-}
-
-// myTryWithID asks without waiting and returns the connection id, which a
-// cancelled wait needs for KILL QUERY.
-func myTryWithID(name string) statement {
-	return statement{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{name}}
-}
-
-// myWait waits whole seconds, rounded up.
-func myWait(name string, w wait) statement {
-	secs := int64(mysqlForever)
-	if !w.forever {
-		secs = w.ceil(time.Second, mysqlForever)
-	}
-	return statement{sql: "SELECT GET_LOCK(?, ?)", args: []any{name, secs}}
-}
-
-func myUnlock(name string) statement {
-	return statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{name}}
 }
 
 // myKill ends a wait left behind by a cancelled GET_LOCK. The id is the
