@@ -386,12 +386,13 @@ func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		ok, err, _ := run(l.m, ctx, bound, func(ctx context.Context) (bool, error) {
-			if gs, ok := l.m.store.(GrantStore); ok {
-				return gs.ReleaseGrant(ctx, l.name, l.owner, l.currentGrant())
-			}
-			return l.m.store.Release(ctx, l.name, l.owner)
-		}, nil)
+		var ok bool
+		var err error
+		if l.m.inline { // spelled out, not through run: the closure stays on the stack
+			ok, err, _ = callInline(ctx, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
+		} else {
+			ok, err, _ = call(ctx, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
+		}
 		if err == nil {
 			l.state.Lock()
 			l.released = true
@@ -427,6 +428,14 @@ func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error
 		case <-t.C:
 		}
 	}
+}
+
+// storeRelease is one release of the lease by the store.
+func (l *Lease) storeRelease(ctx context.Context) (bool, error) {
+	if gs, ok := l.m.store.(GrantStore); ok {
+		return gs.ReleaseGrant(ctx, l.name, l.owner, l.currentGrant())
+	}
+	return l.m.store.Release(ctx, l.name, l.owner)
 }
 
 // ctxKey is the key of the Lease in Do's fn context.

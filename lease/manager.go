@@ -305,13 +305,19 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			// already be someone else's.
 			bound = earliest(bound, sent.Add(ttl-margin(ttl)))
 		}
-		r, err, cut := run(m, ctx, bound, func(ctx context.Context) (acquired, error) {
-			return m.storeAcquire(ctx, name, owner, ttl)
-		}, func(r acquired, err error) {
-			if r.ok || err != nil {
-				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
-			}
-		})
+		// The two paths spelled out rather than through run, so that the
+		// closures the inline path alone sees stay on the stack.
+		var r acquired
+		var cut bool
+		if m.inline {
+			r, err, cut = callInline(ctx, bound, func(ctx context.Context) (acquired, error) {
+				return m.storeAcquire(ctx, name, owner, ttl)
+			}, func(r acquired, err error) { m.lateAcquire(name, owner, sent, ttl, r, err) })
+		} else {
+			r, err, cut = call(ctx, bound, func(ctx context.Context) (acquired, error) {
+				return m.storeAcquire(ctx, name, owner, ttl)
+			}, func(r acquired, err error) { m.lateAcquire(name, owner, sent, ttl, r, err) })
+		}
 		if err != nil {
 			// The outcome is unknown: free the name under owner, waiting for
 			// that briefly (a store that failed fast usually answers fast),
@@ -382,6 +388,15 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			return nil, &NotAcquiredError{Name: name, Waited: time.Since(start), Err: ctx.Err()}
 		case <-timer.C:
 		}
+	}
+}
+
+// lateAcquire handles the answer of an acquire sent at sent that came
+// after its caller stopped waiting: the store may have granted it, so it
+// is released under owner.
+func (m *Manager) lateAcquire(name, owner string, sent time.Time, ttl time.Duration, r acquired, err error) {
+	if r.ok || err != nil {
+		m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
 	}
 }
 
