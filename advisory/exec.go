@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/dialects"
 )
@@ -85,8 +86,8 @@ func (r runner) guarded(ctx context.Context, st statement, dest []any) error {
 }
 
 func (r runner) trace(ctx context.Context, begin time.Time, st statement, err error) {
-	if r.db == nil || r.db.Config == nil || r.db.Logger == nil {
-		return
+	if r.db == nil || r.db.Config == nil || r.db.Logger == nil || r.db.Logger == logger.Discard {
+		return // nothing to report to: no message to build
 	}
 	if dialects.IsLockNotAvailable(err) {
 		// A lock wait that ran out is an answer, not a fault to log.

@@ -28,7 +28,7 @@ func (l *Lock) killWait(ctx context.Context, pool *sql.DB, id int64) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
 	var q querier = pool
-	if c := connector(pool, l.killDSN); c != nil {
+	if c := connector(pool, ownDSN(l.source, pool)); c != nil {
 		own := sql.OpenDB(c)
 		own.SetMaxIdleConns(0)
 		defer own.Close()

@@ -32,7 +32,8 @@ type Lock struct {
 	run     runner
 	release statement
 	held    *held
-	killDSN string    // MySQL: how to reach the server outside the pool
+	own     held      // what held points to for a Lock made by Acquire: one allocation for both
+	source  *gorm.DB  // MySQL: the db Acquire was given, for ownDSN when a wait must be killed
 	obs     *observed // the plugin's Observer, if any: observe.go
 
 	mu   sync.Mutex
@@ -232,12 +233,11 @@ func acquireJoined(ctx context.Context, db *gorm.DB, name string, opts []Option,
 	if err != nil {
 		return nil, lockError(d, name, err)
 	}
-	l := &Lock{
-		name: name, dialect: d, conn: conn, run: runner{db: db, q: conn}, release: plan.release,
-		held: &held{pool: pool, conn: conn, name: name, parents: [2]*held{fromCtx, fromDB}},
-	}
+	l := &Lock{name: name, dialect: d, conn: conn, run: runner{db: db, q: conn}, release: plan.release}
+	l.own.pool, l.own.conn, l.own.name, l.own.parents = pool, conn, name, [2]*held{fromCtx, fromDB}
+	l.held = &l.own
 	if d.IsMySQLFamily() && !o.wait.tryOnce() {
-		l.killDSN = ownDSN(db, pool)
+		l.source = db // ownDSN is read (by reflection) only if a wait is killed
 	}
 	if err := l.lock(ctx, pool, plan.steps, o.wait); err != nil {
 		return nil, lockError(d, name, err)

@@ -37,6 +37,9 @@ func WaitAtMost(d time.Duration) Option {
 func Timeout(d time.Duration) Option { return WaitAtMost(d) }
 
 func buildOptions(opts []Option) (options, error) {
+	if len(opts) == 0 {
+		return options{wait: wait{forever: true}}, nil
+	}
 	o := options{wait: wait{forever: true}}
 	for _, opt := range opts {
 		if opt != nil {

@@ -52,9 +52,19 @@ func writePool(ctx context.Context, db *gorm.DB, chains ...*held) (*sql.DB, erro
 }
 
 // pinnedSession returns a *gorm.DB whose every statement runs on conn and
-// whose context is ctx.
+// whose context is ctx. It is a NewDB session (each chain starts a fresh
+// Statement from it, taking only its connection pool, context and
+// SkipHooks, and Unscoped where PropagateUnscoped says so), so its own
+// Statement is made here with just those, instead of cloning db's whole
+// Statement (its clauses, settings and joins, all dropped by the next
+// chain anyway).
 func pinnedSession(db *gorm.DB, conn *sql.Conn, ctx context.Context) *gorm.DB {
-	s := db.Session(&gorm.Session{NewDB: true, Context: ctx})
-	s.Statement.ConnPool = conn
+	s := db.Session(&gorm.Session{NewDB: true})
+	st := &gorm.Statement{DB: s, ConnPool: conn, Context: ctx}
+	if db.Statement != nil {
+		st.SkipHooks = db.Statement.SkipHooks
+		st.Unscoped = db.Statement.Unscoped
+	}
+	s.Statement = st
 	return s
 }

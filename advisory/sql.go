@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 
@@ -89,20 +91,24 @@ func checkName(d dialects.Dialect, name string) error {
 func sessionPlan(d dialects.Dialect, name string, w wait) (session, error) {
 	switch d.Kind {
 	case dialects.Postgres:
-		key := PostgresKey(name)
-		steps := []statement{pgLock(key, w)}
+		// One argument list for the lock and its release: the key is
+		// boxed once per lock, and the texts are constants (or, for a
+		// bounded wait, rendered once per wait, pgLockTimeout).
+		key := []any{PostgresKey(name)}
 		if w.forever {
-			steps = append(steps, pgOverride(key))
+			return session{steps: []statement{{sql: pgLockSQL, args: key}, pgOverride(key[0])}, release: statement{sql: pgUnlockSQL, args: key}}, nil
 		}
-		return session{steps: steps, release: pgUnlock(key)}, nil
+		return session{steps: []statement{pgLockArgs(key, w)}, release: statement{sql: pgUnlockSQL, args: key}}, nil
 	case dialects.MySQL, dialects.MariaDB:
 		if d.Engine == dialects.TiDB {
 			return tidbSession(name, w), nil
 		}
+		arg := []any{name} // shared by the asking step and the release
+		release := statement{sql: myUnlockSQL, args: arg}
 		if w.tryOnce() {
-			return session{steps: []statement{myTry(name)}, release: myUnlock(name)}, nil
+			return session{steps: []statement{{sql: myTrySQL, args: arg}}, release: release}, nil
 		}
-		return session{steps: []statement{myTryWithID(name), myWait(name, w)}, release: myUnlock(name)}, nil
+		return session{steps: []statement{{sql: myTryWithIDSQL, args: arg}, myWaitArg(arg[0], w)}, release: release}, nil
 	case dialects.SQLServer:
 		return session{steps: []statement{msLock(name, w, "Session")}, release: msUnlock(name)}, nil
 	case dialects.Oracle:
@@ -129,35 +135,74 @@ func pgLockTimeout(w wait) string {
 	if w.forever {
 		return "0"
 	}
-	return strconv.FormatInt(w.ceil(time.Millisecond, math.MaxInt32), 10) + "ms"
+	ms := w.ceil(time.Millisecond, math.MaxInt32)
+	if v, ok := pgTimeouts.Load(ms); ok {
+		return v.(string)
+	}
+	s := strconv.FormatInt(ms, 10) + "ms"
+	if n := pgTimeoutCount.Add(1); n <= maxPGTimeouts {
+		pgTimeouts.Store(ms, s)
+	}
+	return s
 }
 
-// pgLock takes a session lock. A bounded wait sets lock_timeout with
-// is_local => true in a subquery: PostgreSQL evaluates the subquery (which
-// volatile set_config keeps from being flattened away) before the outer
-// pg_advisory_lock, and the setting ends with the statement's implicit
-// transaction, error or not, so nothing needs restoring and the cycle stays
-// at one round trip. An unbounded wait sends the plain call; pgOverride is
-// its second attempt when a server, database or role lock_timeout cut it
-// short.
-func pgLock(key int64, w wait) statement {
-	switch {
-	case w.tryOnce():
-		return statement{sql: "SELECT pg_try_advisory_lock($1)", args: []any{key}}
-	case w.forever:
-		return statement{sql: "SELECT pg_advisory_lock($1)", args: []any{key}}
+// pgTimeouts keeps pgLockTimeout's renderings, so that an application's
+// few wait options are rendered once, not per call; at most maxPGTimeouts
+// of them, so that waits computed per call cannot grow it without end.
+var (
+	pgTimeouts     sync.Map // int64 milliseconds -> string
+	pgTimeoutCount atomic.Int64
+)
+
+const maxPGTimeouts = 64
+
+// The constant statement texts that sessionPlan shares.
+const (
+	pgTryLockSQL   = "SELECT pg_try_advisory_lock($1)"
+	pgLockSQL      = "SELECT pg_advisory_lock($1)"
+	pgUnlockSQL    = "SELECT pg_advisory_unlock($1)"
+	pgTimedLockSQL = "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t"
+	myTrySQL       = "SELECT GET_LOCK(?, 0)"
+	myTryWithIDSQL = "SELECT GET_LOCK(?, 0), CONNECTION_ID()"
+	myWaitSQL      = "SELECT GET_LOCK(?, ?)"
+	myUnlockSQL    = "SELECT RELEASE_LOCK(?)"
+)
+
+// mysqlForeverArg is mysqlForever boxed once, for myWaitArg.
+var mysqlForeverArg any = int64(mysqlForever)
+
+// pgLockArgs takes a session lock without waiting, or with a bounded wait;
+// key holds only the key, and is shared with the release. A bounded wait
+// sets lock_timeout with is_local => true in a subquery: PostgreSQL
+// evaluates the subquery (which volatile set_config keeps from being
+// flattened away) before the outer pg_advisory_lock, and the setting ends
+// with the statement's implicit transaction, error or not, so nothing needs
+// restoring and the cycle stays at one round trip. An unbounded wait sends
+// the plain call (sessionPlan); pgOverride is its second attempt when a
+// server, database or role lock_timeout cut it short.
+func pgLockArgs(key []any, w wait) statement {
+	if w.tryOnce() {
+		return statement{sql: pgTryLockSQL, args: key}
 	}
-	return pgTimedLock(key, pgLockTimeout(w))
+	return statement{sql: pgTimedLockSQL, args: []any{key[0], pgLockTimeout(w)}}
 }
 
-// pgOverride waits with lock_timeout off for the statement.
-func pgOverride(key int64) statement { return pgTimedLock(key, "0") }
-
-func pgTimedLock(key int64, timeout string) statement {
-	return statement{
-		sql:  "SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t",
-		args: []any{key, timeout},
+// myWaitArg waits whole seconds, rounded up; name is the lock name,
+// boxed. (The asking step, GET_LOCK(?, 0) with CONNECTION_ID(), returns
+// the connection id that a cancelled wait needs for KILL QUERY.)
+func myWaitArg(name any, w wait) statement {
+	if w.forever {
+		return statement{sql: myWaitSQL, args: []any{name, mysqlForeverArg}}
 	}
+	return statement{sql: myWaitSQL, args: []any{name, w.ceil(time.Second, mysqlForever)}}
+}
+
+// pgOverride waits with lock_timeout off for the statement; key is the
+// key, boxed.
+func pgOverride(key any) statement { return pgTimedLock(key, "0") }
+
+func pgTimedLock(key any, timeout string) statement {
+	return statement{sql: pgTimedLockSQL, args: []any{key, timeout}}
 }
 
 // pgHolds counts the holds this session has of key as pg_locks shows them:
@@ -170,10 +215,6 @@ func pgHolds(key int64) statement {
 			"AND classid::bigint = $1::bigint AND objid::bigint = $2::bigint AND objsubid = 1",
 		args: []any{key >> 32, key & 0xffffffff},
 	}
-}
-
-func pgUnlock(key int64) statement {
-	return statement{sql: "SELECT pg_advisory_unlock($1)", args: []any{key}}
 }
 
 // pgXactLock takes a transaction lock. Inside the caller's transaction a
@@ -193,29 +234,6 @@ func pgXactLock(key int64, w wait) statement {
 			"SELECT current_setting('lock_timeout') AS old OFFSET 0) AS a) AS b) AS c",
 		args: []any{key, pgLockTimeout(w)},
 	}
-}
-
-func myTry(name string) statement {
-	return statement{sql: "SELECT GET_LOCK(?, 0)", args: []any{name}}
-}
-
-// myTryWithID asks without waiting and returns the connection id, which a
-// cancelled wait needs for KILL QUERY.
-func myTryWithID(name string) statement {
-	return statement{sql: "SELECT GET_LOCK(?, 0), CONNECTION_ID()", args: []any{name}}
-}
-
-// myWait waits whole seconds, rounded up.
-func myWait(name string, w wait) statement {
-	secs := int64(mysqlForever)
-	if !w.forever {
-		secs = w.ceil(time.Second, mysqlForever)
-	}
-	return statement{sql: "SELECT GET_LOCK(?, ?)", args: []any{name, secs}}
-}
-
-func myUnlock(name string) statement {
-	return statement{sql: "SELECT RELEASE_LOCK(?)", args: []any{name}}
 }
 
 // myKill ends a wait left behind by a cancelled GET_LOCK. The id is the

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,6 +69,76 @@ func call[T any](ctx context.Context, bound time.Time, op func(ctx context.Conte
 	return zero, fmt.Errorf("%w within %v", ErrStoreTimeout, el), true
 }
 
+// ContextHonourer is an optional interface of a Store whose every call
+// ends by its context's deadline (go-redis with ContextTimeoutEnabled,
+// pgx, database/sql drivers that watch their context), cleanup included:
+// a store that detaches a cleanup from the caller's context (a revoke, an
+// undo, a rollback on a context of its own) must not declare it, or must
+// answer false while it may. Manager then runs its store calls on the
+// caller's goroutine under a context ending at the bound, instead of on a
+// goroutine of their own that it stops waiting for at the bound: the
+// bound then holds by the client, not by the Manager. A store that cannot
+// promise that for every call, or answers false, keeps the goroutine and
+// its bounded abandon. Either way, an answer that comes back after the
+// bound is not given to the caller: it is handled as a call the Manager
+// abandoned (an Acquire that took the lease is released).
+type ContextHonourer interface {
+	// HonoursContext reports whether every call of the store returns, one
+	// way or another, by its context's deadline or cancellation.
+	HonoursContext() bool
+}
+
+// honours reports whether store declares that its calls end with their
+// context (ContextHonourer).
+func honours(store Store) bool {
+	h, ok := store.(ContextHonourer)
+	return ok && h.HonoursContext()
+}
+
+// callInline is call for a store whose client honours its context: op
+// runs on the caller's goroutine under a context that ends at bound. An
+// answer that arrives when ctx has ended or bound has passed is handled as
+// call handles an abandoned one: handed to late, and the caller gets
+// ErrStoreTimeout with cut set, so that a store that does not keep its
+// promise can delay the caller but never hand it a stale answer.
+func callInline[T any](ctx context.Context, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (v T, err error, cut bool) {
+	start := time.Now()
+	bctx := ctx
+	var cancel context.CancelFunc
+	if d, ok := ctx.Deadline(); !ok || d.After(bound) {
+		bctx, cancel = context.WithDeadline(ctx, bound)
+	}
+	v, err = op(bctx)
+	if cancel != nil {
+		cancel()
+	}
+	if ctx.Err() == nil && time.Now().Before(bound) {
+		return v, ended(ctx, bound, start, err), false
+	}
+	if err == nil || !isCtxErr(err) {
+		// The store answered (or failed on its own) only after the bound:
+		// too late to use, as call would have abandoned it.
+		if late != nil {
+			late(v, err)
+		}
+		var zero T
+		el := time.Since(start).Round(time.Millisecond)
+		if cerr := ctx.Err(); cerr != nil {
+			return zero, fmt.Errorf("%w before the context ended (after %v): %w", ErrStoreTimeout, el, cerr), true
+		}
+		return zero, fmt.Errorf("%w within %v", ErrStoreTimeout, el), true
+	}
+	// The client gave up at the bound, as it promised: its call is over.
+	var zero T
+	return zero, ended(ctx, bound, start, err), true
+}
+
+// isCtxErr reports whether err is a context's end, as a client that
+// honours its context reports one.
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
 // earliest returns the earliest of the non-zero times.
 func earliest(ts ...time.Time) time.Time {
 	var e time.Time
@@ -92,4 +163,14 @@ func ended(ctx context.Context, bound, start time.Time, err error) error {
 		return fmt.Errorf("%w within %v: %w", ErrStoreTimeout, bound.Sub(start).Round(time.Millisecond), err)
 	}
 	return err
+}
+
+// run is the bounded store call of m: on the caller's goroutine when m's
+// store honours its context (callInline), else on a goroutine of its own
+// (call).
+func run[T any](m *Manager, ctx context.Context, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (T, error, bool) {
+	if m.inline {
+		return callInline(ctx, bound, op, late)
+	}
+	return call(ctx, bound, op, late)
 }

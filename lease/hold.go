@@ -36,7 +36,7 @@ func (l *Lease) hold(ctx context.Context, left time.Duration) error {
 		time.AfterFunc(left, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), l.m.callTimeout)
 			defer cancel()
-			_, _, _ = call(ctx, time.Now().Add(l.m.callTimeout), func(ctx context.Context) (bool, error) {
+			_, _, _ = run(l.m, ctx, time.Now().Add(l.m.callTimeout), func(ctx context.Context) (bool, error) {
 				return l.m.store.Release(ctx, l.name, l.owner)
 			}, nil)
 		})
@@ -45,7 +45,7 @@ func (l *Lease) hold(ctx context.Context, left time.Duration) error {
 	// Rounded up, and a millisecond more: the table and Redis stores keep
 	// expiries in whole milliseconds of their own clock.
 	ttl := left.Truncate(time.Millisecond) + 2*time.Millisecond
-	ok, err, _ := call(ctx, time.Now().Add(l.m.callTimeout), func(ctx context.Context) (bool, error) {
+	ok, err, _ := run(l.m, ctx, time.Now().Add(l.m.callTimeout), func(ctx context.Context) (bool, error) {
 		return l.m.store.Refresh(ctx, l.name, l.owner, ttl)
 	}, nil)
 	if err != nil {

@@ -29,12 +29,19 @@ type Lease struct {
 	owner string
 	fence int64
 
-	ctx    context.Context // ends when the lease may no longer be held
-	cancel context.CancelCauseFunc
-
 	mu sync.Mutex // serialises Refresh and Release
 
-	state    sync.Mutex // guards the fields below
+	state sync.Mutex // guards the fields below
+	// cause is why the lease may no longer be held (lost, expired,
+	// released); nil while it may be.
+	cause error
+	// ctx ends with cause. It and the safety timer that ends it at the
+	// deadline are made on the first call of Context or Done (the timer at
+	// once with an Observer, which hears of the loss when the deadline
+	// passes): a lease nobody watches needs neither, and its deadline is
+	// checked at each use instead (ended).
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
 	ttl      time.Duration
 	grant    Grant     // the store's last Grant (GrantStore), for its handle
 	deadline time.Time // zero: no expiry
@@ -52,8 +59,7 @@ type Lease struct {
 // newLease returns the handle of a lease the store granted to a call sent
 // at sent, with g.TTL (0: no expiry).
 func newLease(m *Manager, name, owner string, g Grant, sent time.Time) *Lease {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	l := &Lease{m: m, name: name, owner: owner, fence: g.Fence, ctx: ctx, cancel: cancel, ttl: g.TTL, grant: g}
+	l := &Lease{m: m, name: name, owner: owner, fence: g.Fence, ttl: g.TTL, grant: g}
 	l.extend(sent, g.TTL)
 	return l
 }
@@ -124,10 +130,70 @@ func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 // tells why: an error matching ErrLeaseLost (deadline passed, lease gone),
 // or a release.
 func (l *Lease) Context() context.Context {
-	if l == nil || l.ctx == nil {
+	if l == nil || l.m == nil {
 		return zeroLeaseCtx
 	}
+	l.state.Lock()
+	defer l.state.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if cause := l.ended(); cause != nil {
+			l.cancel(cause)
+		} else {
+			l.arm()
+		}
+	}
 	return l.ctx
+}
+
+// ended returns why the lease may no longer be held, nil while it may:
+// the cause recorded, or its safety deadline, checked now (a lease
+// without a context has no timer to record it). The caller holds l.state.
+func (l *Lease) ended() error {
+	if l.cause == nil && !l.deadline.IsZero() && !time.Now().Before(l.deadline) {
+		l.lostNow(l.expiredError())
+	}
+	return l.cause
+}
+
+// lostCause is ended, locked.
+func (l *Lease) lostCause() error {
+	l.state.Lock()
+	defer l.state.Unlock()
+	return l.ended()
+}
+
+// arm sets the safety timer to the deadline, or stops it for a lease
+// without expiry; only a lease with a context, or an Observer, has one.
+// The caller holds l.state.
+func (l *Lease) arm() {
+	if l.ctx == nil && l.m.obs == nil {
+		return
+	}
+	if l.deadline.IsZero() {
+		if l.timer != nil {
+			l.timer.Stop()
+		}
+		return
+	}
+	left := time.Until(l.deadline)
+	if l.timer == nil {
+		l.timer = time.AfterFunc(left, l.expire)
+	} else {
+		l.timer.Reset(left)
+	}
+}
+
+// end records cause as why the lease ended, unless it has ended already,
+// and ends its context. The caller holds l.state.
+func (l *Lease) end(cause error) {
+	if l.cause != nil {
+		return
+	}
+	l.cause = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
 }
 
 // extend moves the safety deadline to sent+ttl-margin after a successful
@@ -137,28 +203,21 @@ func (l *Lease) Context() context.Context {
 func (l *Lease) extend(sent time.Time, ttl time.Duration) bool {
 	l.state.Lock()
 	defer l.state.Unlock()
-	if l.ctx.Err() != nil {
+	if l.cause != nil {
 		return false
 	}
 	l.ttl = ttl
 	if ttl == 0 {
 		l.deadline = time.Time{}
-		if l.timer != nil {
-			l.timer.Stop()
-		}
+		l.arm()
 		return true
 	}
 	l.deadline = sent.Add(ttl - margin(ttl))
-	left := time.Until(l.deadline)
-	if left <= 0 {
+	if time.Until(l.deadline) <= 0 {
 		l.lostNow(l.expiredError())
 		return false
 	}
-	if l.timer == nil {
-		l.timer = time.AfterFunc(left, l.expire)
-	} else {
-		l.timer.Reset(left)
-	}
+	l.arm()
 	return true
 }
 
@@ -239,11 +298,11 @@ func (l *Lease) refresh(ctx context.Context, ttl time.Duration) (err error) {
 	if released {
 		return fmt.Errorf("lease: %q: %w: already released", l.name, ErrLeaseLost)
 	}
-	if l.ctx.Err() != nil {
-		return context.Cause(l.ctx)
+	if cause := l.lostCause(); cause != nil {
+		return cause
 	}
 	sent := time.Now()
-	r, err, _ := call(ctx, earliest(sent.Add(l.m.callTimeout), deadline), func(ctx context.Context) (acquired, error) {
+	r, err, _ := run(l.m, ctx, earliest(sent.Add(l.m.callTimeout), deadline), func(ctx context.Context) (acquired, error) {
 		if gs, ok := l.m.store.(GrantStore); ok {
 			g, ok, err := gs.RefreshGrant(ctx, l.name, l.owner, l.currentGrant(), ttl)
 			if err == nil && ok {
@@ -266,7 +325,7 @@ func (l *Lease) refresh(ctx context.Context, ttl time.Duration) (err error) {
 	l.grant = r.grant
 	l.state.Unlock()
 	if !l.extend(sent, r.grant.TTL) {
-		return context.Cause(l.ctx)
+		return l.lostCause()
 	}
 	return nil
 }
@@ -300,10 +359,10 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 	}
 	deadline := l.deadline
 	var lost error // why the lease was lost before this Release, if it was
-	if l.ctx.Err() != nil && !errors.Is(context.Cause(l.ctx), errReleased) {
-		lost = context.Cause(l.ctx)
+	if cause := l.ended(); cause != nil && !errors.Is(cause, errReleased) {
+		lost = cause
 	}
-	l.cancel(errReleased) // the work is over: Done closes now
+	l.end(errReleased) // the work is over: Done closes now
 	l.state.Unlock()
 	err = l.releaseStore(ctx, deadline, lost)
 	if l.m.obs != nil {
@@ -327,12 +386,13 @@ func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		ok, err, _ := call(ctx, bound, func(ctx context.Context) (bool, error) {
-			if gs, ok := l.m.store.(GrantStore); ok {
-				return gs.ReleaseGrant(ctx, l.name, l.owner, l.currentGrant())
-			}
-			return l.m.store.Release(ctx, l.name, l.owner)
-		}, nil)
+		var ok bool
+		var err error
+		if l.m.inline { // spelled out, not through run: the closure stays on the stack
+			ok, err, _ = callInline(ctx, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
+		} else {
+			ok, err, _ = call(ctx, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
+		}
 		if err == nil {
 			l.state.Lock()
 			l.released = true
@@ -368,6 +428,14 @@ func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error
 		case <-t.C:
 		}
 	}
+}
+
+// storeRelease is one release of the lease by the store.
+func (l *Lease) storeRelease(ctx context.Context) (bool, error) {
+	if gs, ok := l.m.store.(GrantStore); ok {
+		return gs.ReleaseGrant(ctx, l.name, l.owner, l.currentGrant())
+	}
+	return l.m.store.Release(ctx, l.name, l.owner)
 }
 
 // ctxKey is the key of the Lease in Do's fn context.

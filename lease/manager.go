@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/lockplugin/lockplugin/observe"
@@ -20,15 +21,18 @@ const MaxNameLength = 1024
 // for concurrent use; one Manager per store is enough for a process.
 //
 // Every store call it makes is bounded by the Manager itself (CallTimeout,
-// the caller's context, WaitAtMost, the lease's safety deadline), run on a
-// goroutine that the Manager stops waiting for at the bound; see
-// CallTimeout for what happens to a call that is still running then.
+// the caller's context, WaitAtMost, the lease's safety deadline): on the
+// caller's goroutine, under a context ending at the bound, when the store
+// declares that its client honours contexts (ContextHonourer); otherwise
+// on a goroutine that the Manager stops waiting for at the bound (see
+// CallTimeout for what happens to a call that is still running then).
 type Manager struct {
 	store       Store
 	poll        time.Duration
 	callTimeout time.Duration
 	err         error            // an invalid ManagerOption, reported by every call
 	obs         observe.Observer // WithObserver: observe.go
+	inline      bool             // the store honours its contexts (ContextHonourer)
 }
 
 // NewManager returns a Manager over store. Invalid options, and a nil
@@ -43,6 +47,8 @@ func NewManager(store Store, opts ...ManagerOption) *Manager {
 	m := &Manager{store: store, poll: o.poll, callTimeout: o.callTimeout, obs: o.obs, err: o.err}
 	if store == nil {
 		m.err = errors.New("lease: NewManager needs a Store, got nil")
+	} else {
+		m.inline = honours(store)
 	}
 	return m
 }
@@ -113,8 +119,9 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 		return err
 	}
 
+	lctx := l.Context()
 	fnCtx, cancel := context.WithCancelCause(context.WithValue(ctx, ctxKey{}, l))
-	stopLink := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	stopLink := context.AfterFunc(lctx, func() { cancel(context.Cause(lctx)) })
 	kaCtx, kaStop := context.WithCancel(context.Background())
 	lost := make(chan error, 1)
 	if o.keepAlive > 0 {
@@ -128,8 +135,8 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 		kaStop()
 		lostErr := <-lost
 		stopLink()
-		if lostErr == nil && l.ctx.Err() != nil {
-			lostErr = context.Cause(l.ctx) // the deadline passed under fn
+		if lostErr == nil && lctx.Err() != nil {
+			lostErr = context.Cause(lctx) // the deadline passed under fn
 		}
 		cancel(nil)
 		release := func() error {
@@ -158,6 +165,7 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 // returns nil when ctx ended first, else an error matching ErrLeaseLost
 // wrapping the last store error, if any.
 func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
+	lctx := l.Context()
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	var lastErr error
@@ -168,12 +176,12 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 	// stop raced the lease's own end), which must not lose its cause.
 	lost := func() error {
 		if lastErr != nil {
-			return fmt.Errorf("%w (last refresh: %w)", context.Cause(l.ctx), lastErr)
+			return fmt.Errorf("%w (last refresh: %w)", context.Cause(lctx), lastErr)
 		}
-		return context.Cause(l.ctx)
+		return context.Cause(lctx)
 	}
 	stopped := func() error {
-		if l.ctx.Err() != nil {
+		if lctx.Err() != nil {
 			return lost()
 		}
 		return nil
@@ -182,7 +190,7 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 		select {
 		case <-ctx.Done():
 			return stopped()
-		case <-l.ctx.Done():
+		case <-lctx.Done():
 			return lost()
 		case <-t.C:
 		}
@@ -297,13 +305,19 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			// already be someone else's.
 			bound = earliest(bound, sent.Add(ttl-margin(ttl)))
 		}
-		r, err, cut := call(ctx, bound, func(ctx context.Context) (acquired, error) {
-			return m.storeAcquire(ctx, name, owner, ttl)
-		}, func(r acquired, err error) {
-			if r.ok || err != nil {
-				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
-			}
-		})
+		// The two paths spelled out rather than through run, so that the
+		// closures the inline path alone sees stay on the stack.
+		var r acquired
+		var cut bool
+		if m.inline {
+			r, err, cut = callInline(ctx, bound, func(ctx context.Context) (acquired, error) {
+				return m.storeAcquire(ctx, name, owner, ttl)
+			}, func(r acquired, err error) { m.lateAcquire(name, owner, sent, ttl, r, err) })
+		} else {
+			r, err, cut = call(ctx, bound, func(ctx context.Context) (acquired, error) {
+				return m.storeAcquire(ctx, name, owner, ttl)
+			}, func(r acquired, err error) { m.lateAcquire(name, owner, sent, ttl, r, err) })
+		}
 		if err != nil {
 			// The outcome is unknown: free the name under owner, waiting for
 			// that briefly (a store that failed fast usually answers fast),
@@ -325,7 +339,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 			if o.hold > 0 {
 				l.holdUntil = sent.Add(o.hold) // HoldAtLeast: hold.go
 			}
-			if l.ctx.Err() != nil {
+			if l.lostCause() != nil {
 				m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{})
 				return nil, fmt.Errorf("lease: acquiring %q: %w: the store's answer came after the lease's safety deadline", name, ErrStoreTimeout)
 			}
@@ -377,6 +391,15 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 	}
 }
 
+// lateAcquire handles the answer of an acquire sent at sent that came
+// after its caller stopped waiting: the store may have granted it, so it
+// is released under owner.
+func (m *Manager) lateAcquire(name, owner string, sent time.Time, ttl time.Duration, r acquired, err error) {
+	if r.ok || err != nil {
+		m.abandon(name, owner, abandonLimit(sent, ttl), time.Time{}) // the call came back after all
+	}
+}
+
 // waitFree blocks on the store's WaitFree until name may be free, end
 // passes, ctx ends, or maxWatch (a guard against a watch that misses an
 // event) has passed, bounded like every store call. It reports whether
@@ -384,7 +407,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 // watch, and the caller polls instead.
 func (m *Manager) waitFree(ctx context.Context, w Waiter, name string, end time.Time) bool {
 	bound := earliest(end, time.Now().Add(maxWatch))
-	_, err, _ := call(ctx, bound, func(ctx context.Context) (struct{}, error) {
+	_, err, _ := run(m, ctx, bound, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, w.WaitFree(ctx, name)
 	}, nil)
 	// The watch ending at the bound or the context is a due retry (the
@@ -414,7 +437,7 @@ func (m *Manager) abandon(name, owner string, limit, wait time.Time) {
 		defer close(done)
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-			_, err, _ := call(ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
+			_, err, _ := run(m, ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
 				return m.store.Release(ctx, name, owner)
 			}, nil)
 			cancel()
@@ -458,14 +481,39 @@ func (m *Manager) nextPoll() time.Duration {
 	return m.poll/2 + rand.N(m.poll)
 }
 
-// newOwner returns a fresh owner token: 128 random bits in hex.
+// newOwner returns a fresh owner token: 128 random bits from crypto/rand
+// in hex. The bits are read from the system in blocks of ownerBlock
+// tokens, and each token's bytes are used once: a token is as
+// unpredictable as one read on its own, at a fraction of the cost.
 func newOwner() (string, error) {
-	var b [16]byte
-	if _, err := cryptorand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("lease: reading random owner token: %w", err)
+	var buf [2 * ownerBytes]byte
+	owners.mu.Lock()
+	if owners.next == len(owners.block) {
+		if _, err := cryptorand.Read(owners.block[:]); err != nil {
+			owners.mu.Unlock()
+			return "", fmt.Errorf("lease: reading random owner token: %w", err)
+		}
+		owners.next = 0
 	}
-	return hex.EncodeToString(b[:]), nil
+	raw := owners.block[owners.next : owners.next+ownerBytes]
+	hex.Encode(buf[:], raw)
+	clear(raw) // never handed out twice, nor left in memory
+	owners.next += ownerBytes
+	owners.mu.Unlock()
+	return string(buf[:]), nil
 }
+
+const (
+	ownerBytes = 16 // 128 bits per owner token
+	ownerBlock = 32 // tokens read from crypto/rand at once
+)
+
+// owners is newOwner's block of random bytes not yet handed out.
+var owners = struct {
+	mu    sync.Mutex
+	block [ownerBytes * ownerBlock]byte
+	next  int
+}{next: ownerBytes * ownerBlock}
 
 // join returns the non-nil errors of a and b, joined only when both are.
 func join(a, b error) error {

@@ -63,10 +63,10 @@ func (l *Lease) observeRefresh(err *error) {
 // it was still live, so that the event comes before Done closes. The
 // caller holds l.state.
 func (l *Lease) lostNow(cause error) {
-	if o := l.m.obs; o != nil && l.ctx.Err() == nil {
+	if o := l.m.obs; o != nil && l.cause == nil {
 		o.Observe(observe.Event{Mechanism: observe.Lease, Kind: observe.Lost, Name: l.name, Fence: l.fence, Err: cause})
 	}
-	l.cancel(cause)
+	l.end(cause)
 }
 
 // observeRelease reports a release that the store confirmed, or whose

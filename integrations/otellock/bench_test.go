@@ -4,23 +4,35 @@ import (
 	"context"
 	"testing"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/lockplugin/lockplugin/integrations/otellock"
+
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/observe"
 )
 
 // BenchmarkLeaseCycle is one Acquire and Release on the local store with
-// no Observer, a no-op one and this adapter (SDK providers, manual
-// reader), in the same run.
+// no Observer, a no-op one, this adapter over OpenTelemetry's no-op
+// providers, and this adapter over the SDK (manual reader, span
+// recorder), in the same run.
 func BenchmarkLeaseCycle(b *testing.B) {
 	store, err := lease.NewLocalStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := newHarness(&testing.T{})
+	// This adapter over OpenTelemetry's no-op providers: what it costs
+	// where telemetry is compiled in but switched off.
+	noopObs, err := otellock.New(otellock.MeterProvider(metricnoop.NewMeterProvider()), otellock.TracerProvider(tracenoop.NewTracerProvider()))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		o    observe.Observer
-	}{{"unset", nil}, {"noop", observe.Func(func(observe.Event) {})}, {"otel", h.obs}} {
+	}{{"unset", nil}, {"noop", observe.Func(func(observe.Event) {})}, {"otel-noop-providers", noopObs}, {"otel", h.obs}} {
 		b.Run(c.name, func(b *testing.B) {
 			var opts []lease.ManagerOption
 			if c.o != nil {

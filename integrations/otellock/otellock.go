@@ -33,6 +33,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lockplugin/lockplugin/observe"
 )
@@ -65,6 +66,14 @@ func LockNames() Option { return func(c *config) { c.names = true } }
 type Observer struct {
 	names  bool
 	tracer trace.Tracer
+	// noSpans: the tracer is OpenTelemetry's no-op one, so no span is
+	// started (its options would be built for nothing).
+	noSpans bool
+
+	// The attribute sets and span options of every mechanism (and, for
+	// the wait instruments and spans, every outcome), built once by New,
+	// so that an event without LockNames allocates nothing of its own.
+	byMech [nMech]mechAttrs
 
 	wait      metric.Float64Histogram
 	hold      metric.Float64Histogram
@@ -97,6 +106,10 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	m := c.mp.Meter(ScopeName)
 	o := &Observer{names: c.names, tracer: c.tp.Tracer(ScopeName)}
+	_, o.noSpans = o.tracer.(tracenoop.Tracer)
+	for i := range o.byMech {
+		o.byMech[i] = newMechAttrs(observe.Mechanism(i))
+	}
 	var err error
 	hist := func(dst *metric.Float64Histogram, name, desc string) {
 		if err == nil {
@@ -126,8 +139,99 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
+// nMech and nOutcome bound the mechanisms and outcomes that have
+// precomputed attributes; others (from a newer lockplugin) are built per
+// event.
+const (
+	nMech    = 8
+	nOutcome = 6
+)
+
+// mechAttrs is one mechanism's precomputed measurement options: its
+// attribute set for counters and the hold histogram, and per outcome the
+// wait histogram's and the wait span's.
+type mechAttrs struct {
+	add      []metric.AddOption
+	rec      []metric.RecordOption
+	waitRec  [nOutcome][]metric.RecordOption
+	spanOpt  [nOutcome]trace.SpanStartOption
+	spanName string
+}
+
+// spanKind is every wait span's kind, as an option built once.
+var spanKind = trace.WithSpanKind(trace.SpanKindInternal)
+
+func newMechAttrs(m observe.Mechanism) mechAttrs {
+	mech := attribute.String("lock.mechanism", m.String())
+	set := metric.WithAttributeSet(attribute.NewSet(mech))
+	a := mechAttrs{
+		add:      []metric.AddOption{set},
+		rec:      []metric.RecordOption{set},
+		spanName: "lockplugin." + m.String() + ".wait",
+	}
+	for oc := range a.waitRec {
+		attrs := []attribute.KeyValue{mech, attribute.String("lock.outcome", observe.Outcome(oc).String())}
+		a.waitRec[oc] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+		a.spanOpt[oc] = trace.WithAttributes(attrs...)
+	}
+	return a
+}
+
 // Observe records e.
 func (o *Observer) Observe(e observe.Event) {
+	if !o.names && int(e.Mechanism) < nMech && int(e.Outcome) < nOutcome {
+		o.observeFixed(e)
+		return
+	}
+	o.observeBuilt(e)
+}
+
+// observeFixed is Observe with the precomputed attributes: no lock name,
+// and a mechanism and outcome New knew.
+func (o *Observer) observeFixed(e observe.Event) {
+	ctx := context.Background()
+	a := &o.byMech[e.Mechanism]
+	switch e.Kind {
+	case observe.WaitEnded:
+		o.wait.Record(ctx, e.Duration.Seconds(), a.waitRec[e.Outcome]...)
+		switch e.Outcome {
+		case observe.Busy:
+			o.busy.Add(ctx, 1, a.add...)
+		case observe.Timeout:
+			o.timeouts.Add(ctx, 1, a.add...)
+		case observe.Error:
+			o.errors.Add(ctx, 1, a.add...)
+		}
+		if !o.noSpans {
+			o.startSpan(e, a.spanName, a.spanOpt[e.Outcome])
+		}
+	case observe.Released, observe.HoldReleased:
+		if e.Duration > 0 {
+			o.hold.Record(ctx, e.Duration.Seconds(), a.rec...)
+		}
+	case observe.HoldExpired: // held until its expiry: a hold time too
+		o.expired.Add(ctx, 1, a.add...)
+		if e.Duration > 0 {
+			o.hold.Record(ctx, e.Duration.Seconds(), a.rec...)
+		}
+	case observe.HoldForceReleased:
+		o.forced.Add(ctx, 1, a.add...)
+	case observe.Conflict:
+		o.conflicts.Add(ctx, 1, a.add...)
+	case observe.Lost:
+		o.lost.Add(ctx, 1, a.add...)
+	case observe.RefreshFailed:
+		o.refreshes.Add(ctx, 1, a.add...)
+	case observe.Retried:
+		o.retries.Add(ctx, 1, a.add...)
+	case observe.HoldFull:
+		o.full.Add(ctx, 1, a.add...)
+	}
+}
+
+// observeBuilt is Observe building the attributes for the event: with
+// LockNames, each name is a set of its own.
+func (o *Observer) observeBuilt(e observe.Event) {
 	ctx := context.Background()
 	attrs := []attribute.KeyValue{attribute.String("lock.mechanism", e.Mechanism.String())}
 	if o.names && e.Name != "" {
@@ -146,7 +250,9 @@ func (o *Observer) Observe(e observe.Event) {
 		case observe.Error:
 			o.errors.Add(ctx, 1, set)
 		}
-		o.span(e, attrs)
+		if !o.noSpans {
+			o.startSpan(e, "lockplugin."+e.Mechanism.String()+".wait", trace.WithAttributes(attrs...))
+		}
 	case observe.Released, observe.HoldReleased:
 		if e.Duration > 0 {
 			o.hold.Record(ctx, e.Duration.Seconds(), set)
@@ -171,12 +277,12 @@ func (o *Observer) Observe(e observe.Event) {
 	}
 }
 
-// span records the wait that just ended as a span from its start to now.
-// Events carry no context, so it is a root span.
-func (o *Observer) span(e observe.Event, attrs []attribute.KeyValue) {
+// startSpan records the wait that just ended as a span from its start to
+// now, named name, with attrs (its attributes, as an option). Events carry
+// no context, so it is a root span.
+func (o *Observer) startSpan(e observe.Event, name string, attrs trace.SpanStartOption) {
 	end := time.Now()
-	_, sp := o.tracer.Start(context.Background(), "lockplugin."+e.Mechanism.String()+".wait",
-		trace.WithTimestamp(end.Add(-e.Duration)), trace.WithAttributes(attrs...), trace.WithSpanKind(trace.SpanKindInternal))
+	_, sp := o.tracer.Start(context.Background(), name, trace.WithTimestamp(end.Add(-e.Duration)), attrs, spanKind)
 	if e.Outcome == observe.Error && e.Err != nil {
 		sp.RecordError(e.Err)
 		sp.SetStatus(codes.Error, e.Err.Error())

@@ -62,21 +62,30 @@ const (
 		`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
 		`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= {now}) RETURNING fence`
 
-	// MySQL and MariaDB have no RETURNING on UPDATE. The fence comes back
-	// in the OK packet's insert id, set by LAST_INSERT_ID(expr), which an
-	// UPDATE that matches no row never evaluates (insert id 0). That
-	// leaves RowsAffected, which depends on CLIENT_FOUND_ROWS, out of it.
-	// Single-table UPDATE assigns left to right and later assignments see
-	// the new values, so fence, which reads owner and expires_at, is
-	// assigned first. When the UPDATE matches nothing, mysqlInsert tries
-	// the name as new: INSERT IGNORE inserts one row or, on the duplicate
-	// key of a held lease, none (RowsAffected 0 or 1 whatever the client
-	// flags), writing nothing.
-	mysqlAcquire = `UPDATE {t} SET ` +
-		`fence = LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, fence + 1)), ` +
-		`owner = {owner}, expires_at = {exp} ` +
-		`WHERE lock_name = {name} AND (owner = {owner} OR (expires_at <> 0 AND expires_at <= {now}))`
-	mysqlInsert = `INSERT IGNORE INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1)`
+	// MySQL and MariaDB have no RETURNING. One INSERT ... ON DUPLICATE KEY
+	// UPDATE per attempt, granted or refused, and the fence comes back in
+	// the OK packet's insert id, which the last LAST_INSERT_ID(expr) the
+	// statement evaluated sets (the table has no AUTO_INCREMENT): 1 from
+	// VALUES for a new name; for an existing row the update always
+	// evaluates one more, the new fence when the caller may take the row
+	// (mysqlTakeable), else 0 (fence + LAST_INSERT_ID(0) leaves the fence
+	// as it was). That leaves RowsAffected, which depends on
+	// CLIENT_FOUND_ROWS, out of it. The assignments are right whether the
+	// server assigns left to right, later ones seeing the new values
+	// (MySQL, MariaDB's default), or all from the old row (MariaDB's
+	// SIMULTANEOUS_ASSIGNMENT): fence, first, reads the old owner and
+	// expiry; owner then only changes when the row is taken; and
+	// expires_at's test, reading the owner, holds after a take (the owner
+	// is now the caller) exactly as before it. A refusal changes no value,
+	// but like any upsert it locks the row for the statement.
+	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(1)) ` +
+		`ON DUPLICATE KEY UPDATE ` +
+		`fence = IF(` + mysqlTakeable + `, LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, fence + 1)), fence + LAST_INSERT_ID(0)), ` +
+		`owner = IF(` + mysqlTakeable + `, {owner}, owner), ` +
+		`expires_at = IF(` + mysqlTakeable + `, {exp}, expires_at)`
+	// mysqlTakeable: the caller may take the row (it is the caller's, or
+	// released or expired).
+	mysqlTakeable = `owner = {owner} OR (expires_at <> 0 AND expires_at <= {now})`
 	// fence = LAST_INSERT_ID(fence) makes a matched row report a non-zero
 	// insert id even when the update changes nothing (a TTL-0 refresh of a
 	// TTL-0 lease), which RowsAffected would report as 0.
@@ -132,17 +141,29 @@ type values struct {
 	fence       *int64
 }
 
-// bind returns the statement's arguments for v.
+// bind returns the statement's arguments for v. Each value is boxed
+// once, however often the statement binds it (MySQL's acquire binds the
+// owner five times).
 func (s stmt) bind(v values) []any {
 	out := make([]any, len(s.args))
+	var name, owner, ttl any
 	for i, a := range s.args {
 		switch a {
 		case argName:
-			out[i] = v.name
+			if name == nil {
+				name = v.name
+			}
+			out[i] = name
 		case argOwner:
-			out[i] = v.owner
+			if owner == nil {
+				owner = v.owner
+			}
+			out[i] = owner
 		case argTTL:
-			out[i] = v.ttl
+			if ttl == nil {
+				ttl = v.ttl
+			}
+			out[i] = ttl
 		case argFence:
 			out[i] = sql.Out{Dest: v.fence}
 		}
@@ -150,24 +171,23 @@ func (s stmt) bind(v values) []any {
 	return out
 }
 
-// statements are a store's statements; insert is MySQL's second acquire
-// statement, for a name the first found no row to take for. tidb, set on
-// TiDB only, are the statements of its transactions (see tidb.go).
+// statements are a store's statements. tidb, set on TiDB only, are the
+// statements of its transactions (see tidb.go).
 type statements struct {
-	acquire, insert, release, refresh stmt
-	tidb                              *tidbStatements
+	acquire, release, refresh stmt
+	tidb                      *tidbStatements
 }
 
 // render renders the statements for a database and a quoted table.
 func render(d dialects.Dialect, table string) (statements, error) {
-	var acq, ins, rel, ref string
+	var acq, rel, ref string
 	switch d.Kind {
 	case dialects.Postgres:
 		acq, rel, ref = pgAcquire, plainRelease, plainRefresh
 	case dialects.SQLite:
 		acq, rel, ref = sqliteAcquire, plainRelease, plainRefresh
 	case dialects.MySQL, dialects.MariaDB:
-		acq, ins, rel, ref = mysqlAcquire, mysqlInsert, mysqlRelease, mysqlRefresh
+		acq, rel, ref = mysqlAcquire, mysqlRelease, mysqlRefresh
 	case dialects.SQLServer:
 		acq, rel, ref = mssqlAcquire, plainRelease, plainRefresh
 	case dialects.Oracle:
@@ -179,9 +199,6 @@ func render(d dialects.Dialect, table string) (statements, error) {
 		acquire: renderOne(d, table, acq),
 		release: renderOne(d, table, rel),
 		refresh: renderOne(d, table, ref),
-	}
-	if ins != "" {
-		st.insert = renderOne(d, table, ins)
 	}
 	if d.Engine == dialects.TiDB {
 		st.release = renderOne(d, table, plainRelease)

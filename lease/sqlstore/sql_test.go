@@ -70,13 +70,12 @@ func TestStatements(t *testing.T) {
 				`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= ` + sqliteNow + `) RETURNING fence`,
 			[]arg{argName, argOwner, argTTL, argTTL}},
 		{"mysql", func(s statements) stmt { return s.acquire },
-			"UPDATE `lock_leases` SET fence = LAST_INSERT_ID(IF(owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + "), fence, fence + 1)), " +
-				"owner = ?, expires_at = CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END " +
-				"WHERE lock_name = ? AND (owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "))",
-			[]arg{argOwner, argOwner, argTTL, argTTL, argName, argOwner}},
-		{"mysql", func(s statements) stmt { return s.insert },
-			"INSERT IGNORE INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, 1)",
-			[]arg{argName, argOwner, argTTL, argTTL}},
+			"INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, LAST_INSERT_ID(1)) " +
+				"ON DUPLICATE KEY UPDATE " +
+				"fence = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), LAST_INSERT_ID(IF(owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + "), fence, fence + 1)), fence + LAST_INSERT_ID(0)), " +
+				"owner = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), ?, owner), " +
+				"expires_at = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, expires_at)",
+			[]arg{argName, argOwner, argTTL, argTTL, argOwner, argOwner, argOwner, argOwner, argOwner, argTTL, argTTL}},
 		{"mysql", func(s statements) stmt { return s.release },
 			"UPDATE `lock_leases` SET expires_at = -1, fence = LAST_INSERT_ID(fence) WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + ")",
 			[]arg{argName, argOwner}},

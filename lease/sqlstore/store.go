@@ -14,8 +14,8 @@
 // that is free, expired or already the caller's and bumps and returns the
 // fencing counter (on PostgreSQL a guarded UPDATE and an INSERT ... ON
 // CONFLICT DO NOTHING in one statement, on SQLite one upsert, on MySQL and
-// MariaDB a guarded UPDATE and, for a name without a row, an INSERT IGNORE,
-// on SQL Server and Oracle a MERGE). An acquire retried by the same owner
+// MariaDB an INSERT ... ON DUPLICATE KEY UPDATE whose assignments only
+// change a row the caller may take, on SQL Server and Oracle a MERGE). An acquire retried by the same owner
 // (its first reply lost) gets the same fence back; an acquire that is
 // refused changes nothing, and on PostgreSQL is read only, so that waiters
 // polling a held name do not slow its holder down. Rows stay after release
@@ -268,22 +268,13 @@ func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
 	st := s.stmts.acquire
 	switch s.d.Kind {
 	case dialects.MySQL, dialects.MariaDB:
+		// One statement, granted or refused: the fence, 0 when refused,
+		// is its insert id (mysqlAcquire).
 		res, err := s.exec(ctx, st.SQL, st.bind(v))
 		if err != nil {
 			return err
 		}
-		if *fence, err = res.LastInsertId(); err != nil || *fence > 0 {
-			return err
-		}
-		// No row to take: a new name, or a held lease.
-		res, err = s.exec(ctx, s.stmts.insert.SQL, s.stmts.insert.bind(v))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if n == 1 {
-			*fence = 1
-		}
+		*fence, err = res.LastInsertId()
 		return err
 	case dialects.Oracle:
 		v.fence = fence

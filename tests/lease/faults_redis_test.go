@@ -124,11 +124,19 @@ func TestFaultRedisPartition(t *testing.T) {
 			_ = c.Close()
 		}
 	})
-	run := func(t *testing.T, naive bool, runs int) *summary {
+	run := func(t *testing.T, naive bool, runs int, ctxTimeout bool) *summary {
 		var sum summary
 		for i := range runs {
-			c := redis.NewClient(&redis.Options{Addr: p.Addr()}) // every default
+			// Every default, or with ContextTimeoutEnabled: then the store
+			// declares that it honours contexts, and the Manager calls it
+			// on the caller's goroutine, go-redis itself ending each call
+			// at the bound.
+			c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: ctxTimeout})
 			clients = append(clients, c)
+			// A connection in the pool before the holder's acquire, whose
+			// bound (TTL minus margin, 300 ms) a first dial under -race on
+			// a loaded machine can exceed: the fault comes later.
+			noErr(t, c.Ping(context.Background()).Err(), "warm-up")
 			s := redisstore.New(c, redisstore.Prefix(faultPrefix))
 			name := fmt.Sprintf("partition-%v-%d-%d", naive, time.Now().UnixNano(), i)
 			holder := func(fn func(context.Context)) {
@@ -144,12 +152,15 @@ func TestFaultRedisPartition(t *testing.T) {
 		}
 		return &sum
 	}
-	base := run(t, true, 3)
+	base := run(t, true, 3, false)
 	t.Logf("baseline, no safety deadline: %v", base)
 	want(t, base.overlaps > 0, "the baseline never overlapped (%v): the attack cannot fail", base)
-	got := run(t, false, 20)
+	got := run(t, false, 20, false)
 	t.Logf("Manager: %v", got)
 	want(t, got.ok() && got.takeovers == 20, "VIOLATED: %v", got)
+	inline := run(t, false, 10, true)
+	t.Logf("Manager, ContextTimeoutEnabled (no goroutine per call): %v", inline)
+	want(t, inline.ok() && inline.takeovers == 10, "VIOLATED with ContextTimeoutEnabled: %v", inline)
 }
 
 // TestFaultRedisSlowReplies: once the holder has the lease, every byte
@@ -199,10 +210,26 @@ func TestFaultRedisSlowReplies(t *testing.T) {
 // per read, retrying), Do and Acquire return within 2 s of a 1 s bound,
 // with an error that is not ErrNotAcquired.
 func TestFaultRedisBlackholeIsBounded(t *testing.T) {
+	blackholeBounded(t, false)
+}
+
+// TestFaultRedisBlackholeContextTimeout: the same blackhole with a client
+// made with ContextTimeoutEnabled, whose store declares that it honours
+// contexts: the Manager calls it on the caller's goroutine and go-redis
+// ends each call at the bound. Every call fails with ErrStoreTimeout,
+// never ErrNotAcquired, and fn never runs (the time taken is logged, not
+// asserted).
+func TestFaultRedisBlackholeContextTimeout(t *testing.T) {
+	blackholeBounded(t, true)
+}
+
+func blackholeBounded(t *testing.T, ctxTimeout bool) {
 	_, p, _ := ownRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: ctxTimeout})
 	t.Cleanup(func() { p.Heal(); _ = c.Close() })
-	m := lease.NewManager(redisstore.New(c, redisstore.Prefix(faultPrefix)))
+	s := redisstore.New(c, redisstore.Prefix(faultPrefix))
+	want(t, s.HonoursContext() == ctxTimeout, "HonoursContext() = %v with ContextTimeoutEnabled %v", s.HonoursContext(), ctxTimeout)
+	m := lease.NewManager(s)
 	noErr(t, m.Do(context.Background(), "warm", func(context.Context) error { return nil }))
 	p.Blackhole(true)
 	check := func(what string, f func() error) {
@@ -213,7 +240,9 @@ func TestFaultRedisBlackholeIsBounded(t *testing.T) {
 		t.Logf("%s: %v after %v", what, err, el.Round(time.Millisecond))
 		want(t, err != nil && !errors.Is(err, lease.ErrNotAcquired), "%s: %v, want a store error that is not ErrNotAcquired", what, err)
 		want(t, errors.Is(err, lease.ErrStoreTimeout), "%s: %v, want ErrStoreTimeout", what, err)
-		want(t, el < 2*time.Second, "%s returned after %v, want < 2 s", what, el)
+		if !ctxTimeout {
+			want(t, el < 2*time.Second, "%s returned after %v, want < 2 s", what, el)
+		}
 	}
 	ran := false
 	check("Do, 1 s context", func() error {

@@ -248,3 +248,42 @@ func TestTableStoreJoinsContexts(t *testing.T) {
 }
 
 var sqlNoRows = sql.ErrNoRows
+
+// TestTableStoreOneStatementPerAcquire: on MariaDB/MySQL every acquire
+// attempt is one statement, granted or refused, and the answers keep the
+// contract: a new name gets fence 1, a held one is refused without a
+// change, the holder's retry gets its own fence back, and a released name
+// goes to the next owner with a greater fence, each by the database's
+// clock.
+func TestTableStoreOneStatementPerAcquire(t *testing.T) {
+	db, pool := countedDB(t, testdb.MySQL)
+	s := tableStore(t, db)
+	ctx := context.Background()
+	name := testdb.Unique(t, namePrefix+"i27-one-stmt")
+	step := func(what, owner string, ttl time.Duration, wantOK bool, wantFence int64) {
+		t.Helper()
+		before := pool.n.Load()
+		fence, ok, err := s.Acquire(ctx, name, owner, ttl)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := pool.n.Load() - before; n != 1 {
+			t.Errorf("%s: %d statements, want 1", what, n)
+		}
+		if ok != wantOK || fence != wantFence {
+			t.Errorf("%s: fence %d, ok %v; want %d, %v", what, fence, ok, wantFence, wantOK)
+		}
+	}
+	step("new name", "owner-a", time.Minute, true, 1)
+	step("held by another owner", "owner-b", time.Minute, false, 0)
+	step("the holder's retry", "owner-a", time.Minute, true, 1)
+	if ok, err := s.Release(ctx, name, "owner-a"); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	step("released: the next owner", "owner-b", 50*time.Millisecond, true, 2)
+	step("held, short TTL", "owner-c", time.Minute, false, 0)
+	time.Sleep(100 * time.Millisecond) // the database's clock passes the 50 ms expiry
+	step("expired: taken over", "owner-c", 0, true, 3)
+	step("no expiry: refused", "owner-a", time.Minute, false, 0)
+	step("no expiry: the holder's retry", "owner-c", 0, true, 3)
+}
