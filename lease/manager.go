@@ -286,6 +286,9 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 	if o.wait > 0 {
 		end = start.Add(o.wait)
 	}
+	if q, ok := m.store.(Queuer); ok && o.wait > 0 && ttl > 0 {
+		return m.acquireQueued(ctx, q, name, owner, ttl, o, start, end) // queue.go
+	}
 	var timer *time.Timer
 	heldSeen := false // the store has answered "held"
 	quickWakes := 0   // WaitFree calls in a row that returned without waiting

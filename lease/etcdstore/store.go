@@ -28,14 +28,17 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke) and lease.Waiter (a
-// waiting Acquire watches the key instead of polling).
+// a refresh is one keep-alive, a release one revoke), lease.Queuer (a
+// waiting Acquire queues by revision and watches only its predecessor;
+// see AcquireQueued) and lease.Waiter. Lock names starting with "\x00"
+// are refused: the wait queues' keys start so.
 package etcdstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -82,6 +85,7 @@ var (
 	_ lease.Store      = (*Store)(nil)
 	_ lease.GrantStore = (*Store)(nil)
 	_ lease.Waiter     = (*Store)(nil)
+	_ lease.Queuer     = (*Store)(nil)
 )
 
 // Option configures New. A nil Option is ignored; an invalid value is
@@ -161,7 +165,7 @@ func (s *Store) grant(ctx context.Context, ttl time.Duration) (handle, error) {
 	if ttl == 0 {
 		return handle{}, nil
 	}
-	r, err := s.client.Grant(ctx, s.seconds(ttl))
+	r, err := retry(ctx, func() (*clientv3.LeaseGrantResponse, error) { return s.client.Grant(ctx, s.seconds(ttl)) })
 	if err != nil {
 		return handle{}, fmt.Errorf("etcdstore: granting a lease: %w", err)
 	}
@@ -192,25 +196,41 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 }
 
 // AcquireGrant takes name for owner when its key is absent (free, or
-// deleted by its lease's expiry), attached to a new etcd lease of ttl
-// rounded up (none for 0), in one transaction. The fence is the key's
-// create revision. When owner already holds it, the key moves to the new
-// lease (its create revision, the fence, stays) and the old lease is
-// revoked: the expiry is reset to ttl from now.
+// deleted by its lease's expiry) and nobody queues for it (see
+// AcquireQueued), attached to a new etcd lease of ttl rounded up (none for
+// 0), in one transaction. The fence is the key's create revision. When
+// owner already holds it, the key moves to the new lease (its create
+// revision, the fence, stays) and the old lease is revoked: the expiry is
+// reset to ttl from now. A name held by another owner, or queued for, is
+// refused after one read, without a write.
 func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, bool, error) {
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return lease.Grant{}, false, err
+	}
+	key := s.Key(name)
+	pre, err := s.client.Txn(ctx).Then(
+		clientv3.OpGet(key),
+		clientv3.OpGet(s.queueDir(name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return lease.Grant{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
+	}
+	if kvs := pre.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && string(kvs[0].Value) != owner {
+		return lease.Grant{}, false, nil
+	} else if len(kvs) == 0 && pre.Responses[1].GetResponseRange().Count > 0 {
+		return lease.Grant{}, false, nil
 	}
 	h, err := s.grant(ctx, ttl)
 	if err != nil {
 		return lease.Grant{}, false, err
 	}
-	key := s.Key(name)
-	r, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	r, err := retry(ctx, func() (*clientv3.TxnResponse, error) {
+		return s.client.Txn(ctx).
+			If(s.freeCmps(name)...).
+			Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+	})
 	if err != nil {
 		s.revoke(ctx, h)
 		return lease.Grant{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
@@ -291,7 +311,7 @@ func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Gr
 	// Only owner's key is attached to h (the key moves off a lease only by
 	// owner's own calls, which Manager serialises), so revoking h frees
 	// exactly owner's lease.
-	_, err := s.client.Revoke(ctx, h.id)
+	_, err := retry(ctx, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return false, nil // expired
@@ -401,6 +421,9 @@ func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration
 	}
 	if err := lease.CheckCall(ctx, name, owner, ttl); err != nil {
 		return fmt.Errorf("etcdstore: %w", err)
+	}
+	if strings.HasPrefix(name, "\x00") {
+		return errReserved
 	}
 	return ctx.Err()
 }
