@@ -151,14 +151,15 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	return nil // replaced by the deferred function
 }
 
-// keepAlive refreshes l every interval until ctx ends. A refresh that
+// keepAlive refreshes l every interval, drawn a little early (see
+// nextRefresh), until ctx ends. A refresh that
 // fails without an answer is retried with backoff (from interval/8,
 // doubling, at most interval) until the lease's safety deadline, when the
 // lease's own timer ends it; each retry is bounded by that deadline. It
 // returns nil when ctx ended first, else an error matching ErrLeaseLost
 // wrapping the last store error, if any.
 func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
-	t := time.NewTimer(interval)
+	t := time.NewTimer(firstRefresh(interval)) // jittered early: keepalive_jitter.go
 	defer t.Stop()
 	var lastErr error
 	failures := 0
@@ -192,7 +193,7 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 			return stopped()
 		case err == nil:
 			lastErr, failures = nil, 0
-			t.Reset(interval)
+			t.Reset(nextRefresh(interval))
 		case errors.Is(err, ErrLeaseLost):
 			return join(err, lastErr)
 		default:
