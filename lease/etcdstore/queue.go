@@ -49,11 +49,23 @@ func tooManyRequests(err error) bool {
 	return err != nil && (errors.Is(err, rpctypes.ErrTooManyRequests) || strings.Contains(err.Error(), rpctypes.ErrTooManyRequests.Error()))
 }
 
-// retry runs op until it returns anything but etcd's "too many requests",
-// backing off from 10 ms (jittered, doubling to 1 s) until ctx ends.
-func retry[T any](ctx context.Context, op func() (T, error)) (T, error) {
+// retry runs op, holding one of s's in-flight slots (MaxInFlight), until
+// it returns anything but etcd's "too many requests", backing off from
+// 10 ms (jittered, doubling to 1 s) until ctx ends.
+func retry[T any](ctx context.Context, s *Store, op func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
+		var zero T
+		if s.inFlight != nil {
+			select {
+			case s.inFlight <- struct{}{}:
+			case <-ctx.Done():
+				return zero, ctx.Err()
+			}
+		}
 		v, err := op()
+		if s.inFlight != nil {
+			<-s.inFlight
+		}
 		if !tooManyRequests(err) {
 			return v, err
 		}
@@ -86,7 +98,7 @@ func (s *Store) AcquireQueued(ctx context.Context, name, owner string, ttl time.
 		if err != nil {
 			return lease.Grant{}, time.Time{}, false, err
 		}
-		r, err := retry(ctx, func() (*clientv3.TxnResponse, error) {
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
 			return s.client.Txn(ctx).
 				If(s.freeCmps(name)...).
 				Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
@@ -157,10 +169,14 @@ func (r *renewer) lastSent() time.Time {
 	return r.last
 }
 
-// keepAlive renews h every third of its TTL until ctx ends; it cancels
+// renewEvery: a waiter renews its lease every 1/renewEvery of its TTL,
+// so that it has most of its TTL left when the waiter takes the name.
+const renewEvery = 10
+
+// keepAlive renews h every tenth of its TTL until ctx ends; it cancels
 // lost when etcd no longer knows h.
 func (s *Store) keepAlive(ctx context.Context, h handle, rn *renewer, lost context.CancelFunc) {
-	every := time.Duration(h.ttl) * time.Second / 3
+	every := time.Duration(h.ttl) * time.Second / renewEvery
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -179,7 +195,7 @@ func (s *Store) keepAlive(ctx context.Context, h handle, rn *renewer, lost conte
 			lost()
 			return
 		default:
-			t.Reset(every / 8) // try again soon; the lease has 2/3 of its TTL left at least
+			t.Reset(every / 4) // try again soon
 		}
 	}
 }
@@ -199,31 +215,20 @@ func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h
 	go s.keepAlive(kaCtx, h, rn, lost)
 
 	take := func() (bool, error) {
-		at := time.Now()
-		// Renew beside the take, so that the lease runs its whole TTL from
-		// about now: a keep-alive is not a Raft write.
-		ka := make(chan bool, 1)
-		go func() {
-			r, err := s.client.KeepAliveOnce(wctx, h.id)
-			ka <- err == nil && r.TTL > 0
-		}()
-		r, err := retry(wctx, func() (*clientv3.TxnResponse, error) {
+		r, err := retry(wctx, s, func() (*clientv3.TxnResponse, error) {
 			return s.client.Txn(wctx).
 				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(qkey), "=", myRev)).
 				Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id)), clientv3.OpDelete(qkey)).
 				Commit()
 		})
-		renewedNow := <-ka
 		if err != nil {
 			return false, fmt.Errorf("etcdstore: acquire: %w", err)
 		}
 		if !r.Succeeded {
 			return false, nil
 		}
+		// The TTL runs from the last renewal, at most a tenth of it ago.
 		g, sent = h.grantOf(r.Header.Revision), rn.lastSent()
-		if renewedNow {
-			sent = at
-		}
 		return true, nil
 	}
 

@@ -62,6 +62,9 @@ type Store struct {
 	prefix string
 	minTTL time.Duration
 	err    error // an invalid Option or a nil client, reported by every call
+	// inFlight bounds the writes (and the reads before them) that
+	// acquires and releases have in flight at once: MaxInFlight.
+	inFlight chan struct{}
 }
 
 // errZeroStore answers every call on a Store not made by New.
@@ -93,9 +96,31 @@ var (
 type Option func(*options)
 
 type options struct {
-	prefix string
-	minTTL time.Duration
-	err    error // the first invalid value
+	prefix   string
+	minTTL   time.Duration
+	inFlight int
+	err      error // the first invalid value
+}
+
+// DefaultMaxInFlight is MaxInFlight's default.
+const DefaultMaxInFlight = 128
+
+// MaxInFlight bounds the requests that the Store's acquires and releases
+// have in flight at once (default 128; 0 for no bound); the others wait
+// their turn, within their context. etcd answers "too many requests" (and,
+// when its disk cannot keep up, "request timed out", leaving the outcome
+// unknown) to a burst of thousands of writes at once; a bounded burst is
+// applied as fast, without either. n must not be negative.
+func MaxInFlight(n int) Option {
+	return func(o *options) {
+		if n < 0 {
+			if o.err == nil {
+				o.err = fmt.Errorf("etcdstore: MaxInFlight must not be negative, got %d", n)
+			}
+			return
+		}
+		o.inFlight = n
+	}
 }
 
 // Prefix sets the start of every key (default "lockplugin/lease/").
@@ -120,13 +145,16 @@ func MinTTL(d time.Duration) Option {
 // New returns a Store on client. An invalid option or a nil client is
 // reported by every call; nil options are ignored.
 func New(client *clientv3.Client, opts ...Option) *Store {
-	o := options{prefix: DefaultPrefix, minTTL: DefaultMinTTL}
+	o := options{prefix: DefaultPrefix, minTTL: DefaultMinTTL, inFlight: DefaultMaxInFlight}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
 	s := &Store{client: client, prefix: o.prefix, minTTL: o.minTTL, err: o.err}
+	if o.inFlight > 0 {
+		s.inFlight = make(chan struct{}, o.inFlight)
+	}
 	if client == nil && s.err == nil {
 		s.err = errors.New("etcdstore: New needs a client, got nil")
 	}
@@ -165,7 +193,7 @@ func (s *Store) grant(ctx context.Context, ttl time.Duration) (handle, error) {
 	if ttl == 0 {
 		return handle{}, nil
 	}
-	r, err := retry(ctx, func() (*clientv3.LeaseGrantResponse, error) { return s.client.Grant(ctx, s.seconds(ttl)) })
+	r, err := retry(ctx, s, func() (*clientv3.LeaseGrantResponse, error) { return s.client.Grant(ctx, s.seconds(ttl)) })
 	if err != nil {
 		return handle{}, fmt.Errorf("etcdstore: granting a lease: %w", err)
 	}
@@ -182,7 +210,7 @@ func (s *Store) revoke(ctx context.Context, h handle) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, _ = s.client.Revoke(rctx, h.id)
+	_, _ = retry(rctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(rctx, h.id) })
 }
 
 func (g handle) grantOf(fence int64) lease.Grant {
@@ -208,10 +236,12 @@ func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.D
 		return lease.Grant{}, false, err
 	}
 	key := s.Key(name)
-	pre, err := s.client.Txn(ctx).Then(
-		clientv3.OpGet(key),
-		clientv3.OpGet(s.queueDir(name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	).Commit()
+	pre, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+		return s.client.Txn(ctx).Then(
+			clientv3.OpGet(key),
+			clientv3.OpGet(s.queueDir(name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		).Commit()
+	})
 	if err != nil {
 		return lease.Grant{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
 	}
@@ -224,7 +254,7 @@ func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.D
 	if err != nil {
 		return lease.Grant{}, false, err
 	}
-	r, err := retry(ctx, func() (*clientv3.TxnResponse, error) {
+	r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
 		return s.client.Txn(ctx).
 			If(s.freeCmps(name)...).
 			Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
@@ -281,10 +311,12 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 		return false, err
 	}
 	key := s.Key(name)
-	r, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(key), "=", owner)).
-		Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
-		Commit()
+	r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+		return s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.Value(key), "=", owner)).
+			Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
+			Commit()
+	})
 	if err != nil {
 		return false, fmt.Errorf("etcdstore: release: %w", err)
 	}
@@ -311,7 +343,7 @@ func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Gr
 	// Only owner's key is attached to h (the key moves off a lease only by
 	// owner's own calls, which Manager serialises), so revoking h frees
 	// exactly owner's lease.
-	_, err := retry(ctx, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
+	_, err := retry(ctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return false, nil // expired
