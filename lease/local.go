@@ -57,6 +57,16 @@ import (
 // retry) returns the lease's fence again. A LocalStore keeps the counter
 // open between acquires; Close closes it (on Windows, before the directory
 // can be removed).
+//
+// File descriptors: each held lease keeps its .lock file open (a flock
+// lives on an open file), so a process holding N leases through a
+// LocalStore needs N + 1 descriptors besides its own (the +1 is the fence
+// counter). An acquire beyond the process's limit fails with the operating
+// system's "too many open files" (EMFILE), not ErrNotAcquired: at the
+// common default ulimit -n of 1024 that is around the 950th lease held at
+// once. Raise the limit (ulimit -n, or LimitNOFILE= in a systemd unit)
+// above the most leases a process holds plus its other files, or use a
+// table or Redis store for that many.
 type LocalStore struct {
 	dir string
 

@@ -158,7 +158,8 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	return nil // replaced by the deferred function
 }
 
-// keepAlive refreshes l every interval until ctx ends. A refresh that
+// keepAlive refreshes l every interval, drawn a little early (see
+// nextRefresh), until ctx ends. A refresh that
 // fails without an answer is retried with backoff (from interval/8,
 // doubling, at most interval) until the lease's safety deadline, when the
 // lease's own timer ends it; each retry is bounded by that deadline. It
@@ -166,7 +167,7 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 // wrapping the last store error, if any.
 func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 	lctx := l.Context()
-	t := time.NewTimer(interval)
+	t := time.NewTimer(firstRefresh(interval)) // jittered early: keepalive_jitter.go
 	defer t.Stop()
 	var lastErr error
 	failures := 0
@@ -200,7 +201,7 @@ func (l *Lease) keepAlive(ctx context.Context, interval time.Duration) error {
 			return stopped()
 		case err == nil:
 			lastErr, failures = nil, 0
-			t.Reset(interval)
+			t.Reset(nextRefresh(interval))
 		case errors.Is(err, ErrLeaseLost):
 			return join(err, lastErr)
 		default:
@@ -293,6 +294,9 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 	var end time.Time // WaitAtMost's end, which bounds store calls too
 	if o.wait > 0 {
 		end = start.Add(o.wait)
+	}
+	if q, ok := m.store.(Queuer); ok && o.wait > 0 && ttl > 0 {
+		return m.acquireQueued(ctx, q, name, owner, ttl, o, start, end) // queue.go
 	}
 	var timer *time.Timer
 	heldSeen := false // the store has answered "held"

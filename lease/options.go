@@ -121,7 +121,9 @@ func NoExpiry() Option {
 }
 
 // KeepAlive makes Do refresh the lease to its TTL every interval while fn
-// runs. A refresh that fails (the store errs or does not answer) is
+// runs: at most interval apart, drawn at random from its last quarter (the
+// first one sooner, anywhere within the interval), so that many leases
+// taken at once refresh at a steady rate, not in one wave per interval. A refresh that fails (the store errs or does not answer) is
 // retried with backoff until the lease's safety deadline; fn's context is
 // cancelled, with an ErrLeaseLost cause, when the store says the lease is
 // gone or the deadline passes, and Do then returns ErrLeaseLost. interval

@@ -37,16 +37,19 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke), lease.Waiter (a
-// waiting Acquire watches the key instead of polling), and Holder,
-// WatchHolder and WatchRelease (who holds a name, and a watch on it, for
-// package election's Leader, Observe and Campaign).
+// a refresh is one keep-alive, a release one revoke), lease.Queuer (a
+// waiting Acquire queues by revision and watches only its predecessor;
+// see AcquireQueued), lease.Waiter, and Holder, WatchHolder and
+// WatchRelease (who holds a name, and a watch on it, for package
+// election's Leader, Observe and Campaign). Lock names starting with
+// "\x00" are refused: the wait queues' keys start so.
 package etcdstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -70,6 +73,9 @@ type Store struct {
 	prefix string
 	minTTL time.Duration
 	err    error // an invalid Option or a nil client, reported by every call
+	// inFlight bounds the writes (and the reads before them) that
+	// acquires and releases have in flight at once: MaxInFlight.
+	inFlight chan struct{}
 }
 
 // errZeroStore answers every call on a Store not made by New.
@@ -93,6 +99,7 @@ var (
 	_ lease.Store      = (*Store)(nil)
 	_ lease.GrantStore = (*Store)(nil)
 	_ lease.Waiter     = (*Store)(nil)
+	_ lease.Queuer     = (*Store)(nil)
 )
 
 // Option configures New. A nil Option is ignored; an invalid value is
@@ -100,9 +107,31 @@ var (
 type Option func(*options)
 
 type options struct {
-	prefix string
-	minTTL time.Duration
-	err    error // the first invalid value
+	prefix   string
+	minTTL   time.Duration
+	inFlight int
+	err      error // the first invalid value
+}
+
+// DefaultMaxInFlight is MaxInFlight's default.
+const DefaultMaxInFlight = 128
+
+// MaxInFlight bounds the requests that the Store's acquires and releases
+// have in flight at once (default 128; 0 for no bound); the others wait
+// their turn, within their context. etcd answers "too many requests" (and,
+// when its disk cannot keep up, "request timed out", leaving the outcome
+// unknown) to a burst of thousands of writes at once; a bounded burst is
+// applied as fast, without either. n must not be negative.
+func MaxInFlight(n int) Option {
+	return func(o *options) {
+		if n < 0 {
+			if o.err == nil {
+				o.err = fmt.Errorf("etcdstore: MaxInFlight must not be negative, got %d", n)
+			}
+			return
+		}
+		o.inFlight = n
+	}
 }
 
 // Prefix sets the start of every key (default "lockplugin/lease/").
@@ -127,13 +156,16 @@ func MinTTL(d time.Duration) Option {
 // New returns a Store on client. An invalid option or a nil client is
 // reported by every call; nil options are ignored.
 func New(client *clientv3.Client, opts ...Option) *Store {
-	o := options{prefix: DefaultPrefix, minTTL: DefaultMinTTL}
+	o := options{prefix: DefaultPrefix, minTTL: DefaultMinTTL, inFlight: DefaultMaxInFlight}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
 	s := &Store{client: client, prefix: o.prefix, minTTL: o.minTTL, err: o.err}
+	if o.inFlight > 0 {
+		s.inFlight = make(chan struct{}, o.inFlight)
+	}
 	if client == nil && s.err == nil {
 		s.err = errors.New("etcdstore: New needs a client, got nil")
 	}
@@ -172,7 +204,7 @@ func (s *Store) grant(ctx context.Context, ttl time.Duration) (handle, error) {
 	if ttl == 0 {
 		return handle{}, nil
 	}
-	r, err := s.client.Grant(ctx, s.seconds(ttl))
+	r, err := retry(ctx, s, func() (*clientv3.LeaseGrantResponse, error) { return s.client.Grant(ctx, s.seconds(ttl)) })
 	if err != nil {
 		return handle{}, fmt.Errorf("etcdstore: granting a lease: %w", err)
 	}
@@ -189,7 +221,7 @@ func (s *Store) revoke(ctx context.Context, h handle) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, _ = s.client.Revoke(rctx, h.id)
+	_, _ = retry(rctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(rctx, h.id) })
 }
 
 func (g handle) grantOf(fence int64) lease.Grant {
@@ -203,25 +235,43 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 }
 
 // AcquireGrant takes name for owner when its key is absent (free, or
-// deleted by its lease's expiry), attached to a new etcd lease of ttl
-// rounded up (none for 0), in one transaction. The fence is the key's
-// create revision. When owner already holds it, the key moves to the new
-// lease (its create revision, the fence, stays) and the old lease is
-// revoked: the expiry is reset to ttl from now.
+// deleted by its lease's expiry) and nobody queues for it (see
+// AcquireQueued), attached to a new etcd lease of ttl rounded up (none for
+// 0), in one transaction. The fence is the key's create revision. When
+// owner already holds it, the key moves to the new lease (its create
+// revision, the fence, stays) and the old lease is revoked: the expiry is
+// reset to ttl from now. A name held by another owner, or queued for, is
+// refused after one read, without a write.
 func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, bool, error) {
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return lease.Grant{}, false, err
+	}
+	key := s.Key(name)
+	pre, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+		return s.client.Txn(ctx).Then(
+			clientv3.OpGet(key),
+			clientv3.OpGet(s.queueDir(name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		).Commit()
+	})
+	if err != nil {
+		return lease.Grant{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
+	}
+	if kvs := pre.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && string(kvs[0].Value) != owner {
+		return lease.Grant{}, false, nil
+	} else if len(kvs) == 0 && pre.Responses[1].GetResponseRange().Count > 0 {
+		return lease.Grant{}, false, nil
 	}
 	h, err := s.grant(ctx, ttl)
 	if err != nil {
 		return lease.Grant{}, false, err
 	}
-	key := s.Key(name)
-	r, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+		return s.client.Txn(ctx).
+			If(s.freeCmps(name)...).
+			Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+	})
 	if err != nil {
 		s.revoke(ctx, h)
 		return lease.Grant{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
@@ -272,10 +322,12 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 		return false, err
 	}
 	key := s.Key(name)
-	r, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(key), "=", owner)).
-		Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
-		Commit()
+	r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+		return s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.Value(key), "=", owner)).
+			Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
+			Commit()
+	})
 	if err != nil {
 		return false, fmt.Errorf("etcdstore: release: %w", err)
 	}
@@ -302,7 +354,7 @@ func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Gr
 	// Only owner's key is attached to h (the key moves off a lease only by
 	// owner's own calls, which Manager serialises), so revoking h frees
 	// exactly owner's lease.
-	_, err := s.client.Revoke(ctx, h.id)
+	_, err := retry(ctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return false, nil // expired
@@ -490,6 +542,9 @@ func (s *Store) check(ctx context.Context, name, owner string, ttl time.Duration
 	}
 	if err := lease.CheckCall(ctx, name, owner, ttl); err != nil {
 		return fmt.Errorf("etcdstore: %w", err)
+	}
+	if strings.HasPrefix(name, "\x00") {
+		return errReserved
 	}
 	return ctx.Err()
 }

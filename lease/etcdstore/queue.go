@@ -1,0 +1,290 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+// The wait queue.
+//
+// A waiting acquire (lease.Queuer, which Manager uses for Acquire and Do
+// with WaitAtMost) joins name's queue: a key <prefix>\x00q/<len>:<name>/<owner>
+// attached to the etcd lease it will hold the name with, so that a waiter
+// that dies leaves the queue when its lease expires. Its create revision
+// is its place. Each waiter watches only the key just before its own (the
+// greatest create revision below its own), and the first one watches the
+// holder's key, so a release wakes one waiter, not all of them. The first
+// waiter takes the name in one transaction that also deletes its queue
+// key. A plain Acquire takes a free name only when nobody queues for it.
+//
+// Writes per acquisition that had to wait: the lease grant, the queue
+// put, the take and the release (a revoke): 4 Raft proposals, 3 of which
+// raise the revision. One that did not wait: grant, take, revoke. A
+// refused Acquire without waiting: no write (one read).
+
+// queueDir is the prefix of name's queue keys. The name's length makes it
+// prefix-free: the queue of "a" does not hold the queue of "a/b".
+func (s *Store) queueDir(name string) string {
+	return s.Key("\x00q/" + strconv.Itoa(len(name)) + ":" + name + "/")
+}
+
+// errReserved refuses names that could be read as queue keys.
+var errReserved = errors.New(`etcdstore: lock names starting with "\x00" are reserved for the store's wait queues; choose another name`)
+
+// tooManyRequests reports etcd's "too many requests", which it answers
+// before proposing anything (its apply lags its commit too far): the
+// request made no change and may be sent again.
+func tooManyRequests(err error) bool {
+	return err != nil && (errors.Is(err, rpctypes.ErrTooManyRequests) || strings.Contains(err.Error(), rpctypes.ErrTooManyRequests.Error()))
+}
+
+// retry runs op, holding one of s's in-flight slots (MaxInFlight), until
+// it returns anything but etcd's "too many requests", backing off from
+// 10 ms (jittered, doubling to 1 s) until ctx ends.
+func retry[T any](ctx context.Context, s *Store, op func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		var zero T
+		if s.inFlight != nil {
+			select {
+			case s.inFlight <- struct{}{}:
+			case <-ctx.Done():
+				return zero, ctx.Err()
+			}
+		}
+		v, err := op()
+		if s.inFlight != nil {
+			<-s.inFlight
+		}
+		if !tooManyRequests(err) {
+			return v, err
+		}
+		d := time.Duration(10<<min(attempt, 7)) * time.Millisecond
+		t := time.NewTimer(d/2 + rand.N(d/2))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+	}
+}
+
+// AcquireQueued takes name for owner, waiting in name's queue while it is
+// held or others wait for it (see lease.Queuer). The fence is the holder
+// key's create revision, as for AcquireGrant: the take's revision, above
+// every fence before it.
+func (s *Store) AcquireQueued(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, time.Time, bool, error) {
+	if err := s.check(ctx, name, owner, ttl); err != nil {
+		return lease.Grant{}, time.Time{}, false, err
+	}
+	if ttl == 0 {
+		return lease.Grant{}, time.Time{}, false, errors.New("etcdstore: AcquireQueued needs a TTL (a queue key without a lease would outlive a dead waiter)")
+	}
+	key, qkey := s.Key(name), s.queueDir(name)+owner
+	for {
+		sent := time.Now()
+		h, err := s.grant(ctx, ttl)
+		if err != nil {
+			return lease.Grant{}, time.Time{}, false, err
+		}
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(ctx).
+				If(s.freeCmps(name)...).
+				Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
+				Else(clientv3.OpPut(qkey, owner, clientv3.WithLease(h.id)), clientv3.OpGet(qkey), clientv3.OpGet(key)).
+				Commit()
+		})
+		if err != nil {
+			s.revoke(ctx, h)
+			return lease.Grant{}, time.Time{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
+		}
+		if r.Succeeded {
+			return h.grantOf(r.Header.Revision), sent, true, nil
+		}
+		if holder := r.Responses[2].GetResponseRange().Kvs; len(holder) > 0 && string(holder[0].Value) == owner {
+			// A retry whose first reply was lost: owner holds it already.
+			s.revoke(ctx, h)
+			g, ok, err := s.AcquireGrant(ctx, name, owner, ttl)
+			return g, sent, ok, err
+		}
+		mine := r.Responses[1].GetResponseRange().Kvs
+		if len(mine) == 0 {
+			s.revoke(ctx, h)
+			return lease.Grant{}, time.Time{}, false, errors.New("etcdstore: acquire: the queue key vanished within its own transaction")
+		}
+		g, sent, ok, again, err := s.waitTurn(ctx, name, owner, mine[0].CreateRevision, h, sent)
+		if ok {
+			return g, sent, true, nil
+		}
+		s.revoke(ctx, h) // leaves the queue; frees the name if the take's reply was lost
+		if !again {
+			if err == nil {
+				err = ctx.Err()
+			}
+			return lease.Grant{}, time.Time{}, false, err
+		}
+		// The queue key's lease expired under the wait (a stalled
+		// process): queue again, at the end.
+	}
+}
+
+// freeCmps holds when name is free and nobody waits for it.
+func (s *Store) freeCmps(name string) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(s.Key(name)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(s.queueDir(name)), "=", 0).WithPrefix(),
+	}
+}
+
+// renewer keeps a waiter's etcd lease alive while it waits (a keep-alive
+// is answered by the etcd leader, not written through Raft), and records
+// when the last successful one was sent.
+type renewer struct {
+	mu   sync.Mutex
+	last time.Time // when the last keep-alive that succeeded (or the grant) was sent
+}
+
+func (r *renewer) renewed(at time.Time) {
+	r.mu.Lock()
+	if at.After(r.last) {
+		r.last = at
+	}
+	r.mu.Unlock()
+}
+
+func (r *renewer) lastSent() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// renewEvery: a waiter renews its lease every 1/renewEvery of its TTL,
+// so that it has most of its TTL left when the waiter takes the name.
+const renewEvery = 10
+
+// keepAlive renews h every tenth of its TTL until ctx ends; it cancels
+// lost when etcd no longer knows h.
+func (s *Store) keepAlive(ctx context.Context, h handle, rn *renewer, lost context.CancelFunc) {
+	every := time.Duration(h.ttl) * time.Second / renewEvery
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		at := time.Now()
+		r, err := s.client.KeepAliveOnce(ctx, h.id)
+		switch {
+		case err == nil && r.TTL > 0:
+			rn.renewed(at)
+			t.Reset(every)
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && r.TTL <= 0):
+			lost()
+			return
+		default:
+			t.Reset(every / 4) // try again soon
+		}
+	}
+}
+
+// waitTurn waits until owner's queue key, of create revision myRev, is the
+// first in name's queue and the name is free, and then takes it. again
+// reports that the queue key is gone (its lease expired): the caller
+// queues anew.
+func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h handle, granted time.Time) (g lease.Grant, sent time.Time, ok, again bool, err error) {
+	key, qdir := s.Key(name), s.queueDir(name)
+	qkey := qdir + owner
+	rn := &renewer{last: granted}
+	wctx, lost := context.WithCancel(ctx)
+	defer lost()
+	kaCtx, kaStop := context.WithCancel(ctx)
+	defer kaStop()
+	go s.keepAlive(kaCtx, h, rn, lost)
+
+	take := func() (bool, error) {
+		r, err := retry(wctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(wctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(qkey), "=", myRev)).
+				Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id)), clientv3.OpDelete(qkey)).
+				Commit()
+		})
+		if err != nil {
+			return false, fmt.Errorf("etcdstore: acquire: %w", err)
+		}
+		if !r.Succeeded {
+			return false, nil
+		}
+		// The TTL runs from the last renewal, at most a tenth of it ago.
+		g, sent = h.grantOf(r.Header.Revision), rn.lastSent()
+		return true, nil
+	}
+
+	holderGone := false // the last wake-up was the holder's key going
+	for {
+		if holderGone {
+			holderGone = false
+			if ok, err := take(); ok || err != nil {
+				return g, sent, ok, false, err
+			}
+		}
+		if err := wctx.Err(); err != nil {
+			return g, sent, false, ctx.Err() == nil, ctx.Err()
+		}
+		r, err := s.client.Txn(wctx).Then(
+			clientv3.OpGet(qdir, append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(myRev - 1)}, clientv3.WithLastCreate()...)...),
+			clientv3.OpGet(key, clientv3.WithKeysOnly()),
+			clientv3.OpGet(qkey, clientv3.WithKeysOnly()),
+		).Commit()
+		if err != nil {
+			if wctx.Err() != nil {
+				continue
+			}
+			return g, sent, false, false, fmt.Errorf("etcdstore: waiting for %q: %w", name, err)
+		}
+		before := r.Responses[0].GetResponseRange().Kvs
+		holder := r.Responses[1].GetResponseRange().Kvs
+		if len(r.Responses[2].GetResponseRange().Kvs) == 0 {
+			return g, sent, false, true, nil // our queue key has gone with its lease
+		}
+		switch {
+		case len(before) > 0:
+			s.waitDeleted(wctx, string(before[0].Key), r.Header.Revision)
+		case len(holder) > 0:
+			holderGone = s.waitDeleted(wctx, key, r.Header.Revision)
+		default:
+			if ok, err := take(); ok || err != nil {
+				return g, sent, ok, false, err
+			}
+		}
+	}
+}
+
+// waitDeleted watches key from the revision after rev until it is deleted
+// (true), or the watch ends otherwise (false: ctx, a compaction, a lost
+// connection; the caller reads the queue again).
+func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) bool {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for wr := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
+		if wr.Err() != nil {
+			return false
+		}
+		if len(wr.Events) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,379 @@
+package lease_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/lockplugin/lockplugin/lease"
+	"github.com/lockplugin/lockplugin/lease/etcdstore"
+	"github.com/lockplugin/lockplugin/lease/leasetest"
+	"github.com/lockplugin/lockplugin/tests/internal/servers"
+)
+
+// The i25 tests: etcd waiters queue by revision (lease.Queuer).
+
+// etcdWrites reads the cluster's revision and the Raft proposals its
+// members have committed (the greatest count among them: every member
+// commits every proposal), so that a run's delta counts its writes.
+type etcdWrites struct{ rev, proposals int64 }
+
+func readEtcdWrites(t testing.TB, c *servers.EtcdCluster, cl *clientv3.Client) etcdWrites {
+	t.Helper()
+	r, err := cl.Get(context.Background(), "i25_revision_probe")
+	if err != nil {
+		t.Fatalf("etcd revision: %v", err)
+	}
+	w := etcdWrites{rev: r.Header.Revision}
+	for _, m := range c.Members {
+		n, err := etcdMetric("http://"+m.Addr+"/metrics", "etcd_server_proposals_committed_total")
+		if err != nil {
+			t.Fatalf("etcd metrics: %v", err)
+		}
+		w.proposals = max(w.proposals, n)
+	}
+	return w
+}
+
+func (w etcdWrites) minus(o etcdWrites) etcdWrites {
+	return etcdWrites{w.rev - o.rev, w.proposals - o.proposals}
+}
+
+// etcdMetric reads one unlabelled counter or gauge from a /metrics page.
+func etcdMetric(url, name string) (int64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == name {
+			v, err := strconv.ParseFloat(f[1], 64)
+			return int64(v), err
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s", url, name)
+}
+
+// contend runs workers goroutines that take a name per times each
+// through acquire, holding it for hold, and returns the holders harness's
+// counts (overlaps, fence regressions) and how many waits ran out.
+func contend(workers, per int, hold time.Duration, acquire func(w int) (fence int64, release func(), err error)) (*holders, int) {
+	h := &holders{}
+	var notAcquired atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				fence, release, err := acquire(w)
+				if err != nil {
+					h.mu.Lock()
+					h.failed++
+					h.mu.Unlock()
+					if errors.Is(err, lease.ErrNotAcquired) {
+						notAcquired.Add(1)
+					}
+					continue
+				}
+				h.enter(fence)
+				if hold > 0 {
+					time.Sleep(hold)
+				}
+				h.leave()
+				release()
+			}
+		}()
+	}
+	wg.Wait()
+	return h, int(notAcquired.Load())
+}
+
+// enter and leave are holders.fn's bookkeeping for a holder that is not a
+// Do callback.
+func (h *holders) enter(fence int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inside > 0 {
+		h.overlaps++
+	}
+	h.inside++
+	h.runs++
+	if fence <= h.last {
+		h.regressed++
+	}
+	h.last = max(h.last, fence)
+}
+
+func (h *holders) leave() {
+	h.mu.Lock()
+	h.inside--
+	h.mu.Unlock()
+}
+
+// etcdManagerAcquire takes name through Manager.Acquire with a wait.
+func etcdManagerAcquire(ms []*lease.Manager, name string, wait time.Duration) func(w int) (int64, func(), error) {
+	return func(w int) (int64, func(), error) {
+		l, err := ms[w].Acquire(context.Background(), name, lease.TTL(5*time.Second), lease.WaitAtMost(wait))
+		if err != nil {
+			return 0, nil, err
+		}
+		return l.Fence(), func() { _ = l.Release(context.Background()) }, nil
+	}
+}
+
+// etcdMutexAcquire takes name through etcd's concurrency.Mutex, one
+// session per worker; its fence is its key's create revision.
+func etcdMutexAcquire(t testing.TB, cls []*clientv3.Client, name string, wait time.Duration) func(w int) (int64, func(), error) {
+	sessions := make([]*concurrency.Session, len(cls))
+	for i, cl := range cls {
+		s, err := concurrency.NewSession(cl, concurrency.WithTTL(5))
+		if err != nil {
+			t.Fatalf("etcd session: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		sessions[i] = s
+	}
+	return func(w int) (int64, func(), error) {
+		mu := concurrency.NewMutex(sessions[w], "i25-mutex/"+name)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := mu.Lock(ctx); err != nil {
+			if ctx.Err() != nil {
+				return 0, nil, fmt.Errorf("%w: %w", lease.ErrNotAcquired, err)
+			}
+			return 0, nil, err
+		}
+		return mu.Header().Revision, func() { _ = mu.Unlock(context.Background()) }, nil
+	}
+}
+
+// i25EtcdWorkers makes workers Managers (each on a client of its own, as
+// processes would be) and the clients.
+func i25EtcdWorkers(t testing.TB, c *servers.EtcdCluster, workers int) ([]*lease.Manager, []*clientv3.Client) {
+	var ms []*lease.Manager
+	var cls []*clientv3.Client
+	for range workers {
+		cl := etcdClient(t, c)
+		cls = append(cls, cl)
+		ms = append(ms, lease.NewManager(etcdstoreOn(cl)))
+	}
+	return ms, cls
+}
+
+// TestEtcdQueueContended: 8 workers contend for one name, 50 acquisitions
+// each, through Manager (which queues them by revision) and through
+// etcd's concurrency.Mutex on the same cluster: no overlap, no fence
+// regression, no wait (10 s) runs out, and at most 4 etcd writes (Raft
+// proposals) per acquisition.
+func TestEtcdQueueContended(t *testing.T) {
+	t.Parallel()
+	c := servers.StartEtcdCluster(t)
+	const workers, per = 8, 50
+	ms, cls := i25EtcdWorkers(t, c, workers)
+	name := namePrefix + "i25_queue_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	run := func(what string, acquire func(w int) (int64, func(), error)) (*holders, etcdWrites) {
+		before := readEtcdWrites(t, c, cls[0])
+		start := time.Now()
+		h, notAcquired := contend(workers, per, 0, acquire)
+		el := time.Since(start)
+		d := readEtcdWrites(t, c, cls[0]).minus(before)
+		n := float64(max(h.runs, 1))
+		t.Logf("%s: %v; %d waits ran out; %.1f acquisitions/s; per acquisition: %.2f revisions, %.2f proposals",
+			what, h, notAcquired, float64(h.runs)/el.Seconds(), float64(d.rev)/n, float64(d.proposals)/n)
+		return h, d
+	}
+	mh, _ := run("concurrency.Mutex", etcdMutexAcquire(t, cls, name, 10*time.Second))
+	if mh.overlaps != 0 || mh.runs != workers*per {
+		t.Errorf("baseline concurrency.Mutex: %v", mh)
+	}
+	h, d := run("lockplugin", etcdManagerAcquire(ms, name, 10*time.Second))
+	if h.overlaps != 0 || h.regressed != 0 || h.failed != 0 || h.runs != workers*per {
+		t.Errorf("lockplugin: %v, want %d runs, no overlap, no regression, no failure", h, workers*per)
+	}
+	if d.proposals > 4*int64(h.runs) {
+		t.Errorf("lockplugin: %d etcd proposals for %d acquisitions, want at most 4 each", d.proposals, h.runs)
+	}
+}
+
+// TestEtcdQueueCancelledWaiterLeaves: a waiter whose wait runs out leaves
+// the queue, so the next waiter is not held up behind it.
+func TestEtcdQueueCancelledWaiterLeaves(t *testing.T) {
+	t.Parallel()
+	c := servers.StartEtcdCluster(t)
+	ms, _ := i25EtcdWorkers(t, c, 3)
+	name := namePrefix + "i25_leave_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ctx := context.Background()
+	holder, err := ms[0].Acquire(ctx, name, lease.TTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first waiter gives up after 300 ms; the second queues behind it.
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := ms[1].Acquire(ctx, name, lease.TTL(30*time.Second), lease.WaitAtMost(300*time.Millisecond))
+		gaveUp <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	got := make(chan error, 1)
+	go func() {
+		l, err := ms[2].Acquire(ctx, name, lease.TTL(30*time.Second), lease.WaitAtMost(10*time.Second))
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		got <- err
+	}()
+	if err := <-gaveUp; !errors.Is(err, lease.ErrNotAcquired) {
+		t.Fatalf("first waiter: %v, want ErrNotAcquired", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("second waiter, behind one that gave up: %v", err)
+	}
+	// Had the one that gave up stayed in the queue, its 30 s TTL would
+	// have outlasted the second's 10 s wait.
+	t.Logf("second waiter got the lease %v after the release", time.Since(released))
+	// A plain Acquire finds the name free again: the queue is empty.
+	l, err := ms[0].Acquire(ctx, name, lease.TTL(5*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire after the queue drained: %v", err)
+	}
+	_ = l.Release(ctx)
+}
+
+// etcdstoreOn is etcdStore on a given client.
+func etcdstoreOn(cl *clientv3.Client) *etcdstore.Store {
+	return etcdstore.New(cl, etcdstore.Prefix("lease-test/"+redisPrefix))
+}
+
+// BenchmarkEtcdContended: 8 workers take one name in turn, b.N
+// acquisitions in all, through Manager (etcdstore queues them by
+// revision) and through etcd's concurrency.Mutex on the same 3-member
+// cluster in the same run. It reports acquisitions/s and the etcd writes
+// (Raft proposals, revisions) per acquisition, and fails on an overlap,
+// a fence regression or a wait (10 s) that ran out.
+func BenchmarkEtcdContended(b *testing.B) {
+	c := servers.StartEtcdCluster(b)
+	const workers = 8
+	ms, cls := i25EtcdWorkers(b, c, workers)
+	name := namePrefix + "i25_bench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	bench := func(b *testing.B, acquire func(w int) (int64, func(), error)) {
+		before := readEtcdWrites(b, c, cls[0])
+		b.ResetTimer()
+		start := time.Now()
+		per := (b.N + workers - 1) / workers
+		h, notAcquired := contend(workers, per, 0, acquire)
+		el := time.Since(start)
+		b.StopTimer()
+		d := readEtcdWrites(b, c, cls[0]).minus(before)
+		n := float64(max(h.runs, 1))
+		b.ReportMetric(float64(h.runs)/el.Seconds(), "acq/s")
+		b.ReportMetric(float64(d.proposals)/n, "proposals/acq")
+		b.ReportMetric(float64(d.rev)/n, "revisions/acq")
+		if h.overlaps != 0 || h.regressed != 0 || notAcquired != 0 || h.failed != 0 {
+			b.Fatalf("%v; %d waits ran out", h, notAcquired)
+		}
+	}
+	b.Run("lockplugin", func(b *testing.B) { bench(b, etcdManagerAcquire(ms, name, 10*time.Second)) })
+	b.Run("baseline=concurrency.Mutex", func(b *testing.B) { bench(b, etcdMutexAcquire(b, cls, name, 10*time.Second)) })
+}
+
+// TestEtcdTenThousandLeases takes 10,000 leases on names of their own at
+// once through one Manager, then releases them. etcd answers "too many
+// requests" when its apply falls too far behind its commits; the store
+// sends such a request again with backoff (etcd refused it before
+// proposing anything), so no acquire fails with it.
+func TestEtcdTenThousandLeases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 leases on etcd")
+	}
+	t.Parallel()
+	c := servers.StartEtcdCluster(t)
+	cl := etcdClient(t, c)
+	m := lease.NewManager(etcdstoreOn(cl), lease.CallTimeout(60*time.Second))
+	const n = 10000
+	base := namePrefix + "i25_10k_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_"
+	var tooMany, otherErr atomic.Int64
+	var firstErr atomic.Value
+	leases := make([]*lease.Lease, n)
+	before := readEtcdWrites(t, c, cl)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := m.Acquire(context.Background(), base+strconv.Itoa(i), lease.TTL(60*time.Second))
+			switch {
+			case err == nil:
+				leases[i] = l
+			case strings.Contains(err.Error(), "too many requests"):
+				tooMany.Add(1)
+			default:
+				otherErr.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	d := readEtcdWrites(t, c, cl).minus(before)
+	var released, releaseErr atomic.Int64
+	for _, l := range leases {
+		if l == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Release(context.Background()); err != nil {
+				releaseErr.Add(1)
+			} else {
+				released.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("10,000 acquires at once in %v: %d failed with too many requests, %d with another error (first: %v); %.2f proposals, %.2f revisions per acquire; %d released, %d release errors",
+		took.Round(time.Millisecond), tooMany.Load(), otherErr.Load(), firstErr.Load(), float64(d.proposals)/n, float64(d.rev)/n, released.Load(), releaseErr.Load())
+	if tooMany.Load() != 0 || otherErr.Load() != 0 {
+		t.Errorf("%d acquires failed with too many requests, %d otherwise", tooMany.Load(), otherErr.Load())
+	}
+}
+
+// TestContendCatchesOverlap: the contend harness counts overlaps and
+// fence regressions, shown on a store that grants everyone (so the zeros
+// of the etcd runs mean something).
+func TestContendCatchesOverlap(t *testing.T) {
+	m := lease.NewManager(leasetest.GrantAll())
+	h, _ := contend(8, 20, time.Millisecond, func(int) (int64, func(), error) {
+		l, err := m.Acquire(context.Background(), namePrefix+"i25_grantall", lease.TTL(5*time.Second), lease.WaitAtMost(time.Second))
+		if err != nil {
+			return 0, nil, err
+		}
+		return l.Fence(), func() { _ = l.Release(context.Background()) }, nil
+	})
+	t.Logf("grant-everyone store: %v", h)
+	if h.overlaps == 0 || h.regressed == 0 {
+		t.Fatalf("grant-everyone store: %v; the harness missed overlaps or regressions", h)
+	}
+}

@@ -1,0 +1,159 @@
+package lease_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/lockplugin/lockplugin/lease"
+	"github.com/lockplugin/lockplugin/tests/internal/servers"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+)
+
+// TestFairnessReport reports, for one hot name taken in turn by 8 workers
+// for a while on each store (I25_FAIRNESS_SECONDS, default 30), how long
+// acquisitions waited: p50, p99, max, and how many waits (10 s) ran out;
+// beside go-redsync on the same Redis and etcd's concurrency.Mutex on the
+// same etcd cluster. It asserts nothing but the checker (no overlap, no
+// fence regression); the figures are for the record. Skipped with -short.
+func TestFairnessReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a report of several minutes")
+	}
+	run := 30 * time.Second
+	if s, err := strconv.Atoi(os.Getenv("I25_FAIRNESS_SECONDS")); err == nil && s > 0 {
+		run = time.Duration(s) * time.Second
+	}
+	const workers, wait, hold = 8, 10 * time.Second, time.Millisecond
+	name := namePrefix + "i25_fair_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	report := func(t *testing.T, what string, take func(ctx context.Context, w int) (fence int64, release func(), err error)) {
+		h := &holders{}
+		var mu sync.Mutex
+		var waits []time.Duration
+		ranOut, failed := 0, 0
+		perWorker := make([]int, workers)
+		end := time.Now().Add(run)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(end) {
+					start := time.Now()
+					ctx, cancel := context.WithTimeout(context.Background(), wait)
+					fence, release, err := take(ctx, w)
+					waited := time.Since(start)
+					cancel()
+					mu.Lock()
+					switch {
+					case err == nil:
+						waits = append(waits, waited)
+						perWorker[w]++
+					case waited >= wait:
+						ranOut++
+					default:
+						failed++
+					}
+					mu.Unlock()
+					if err != nil {
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+					h.enter(fence)
+					time.Sleep(hold)
+					h.leave()
+					release()
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(waits)
+		pct := func(p float64) time.Duration {
+			if len(waits) == 0 {
+				return 0
+			}
+			return waits[min(len(waits)-1, int(p*float64(len(waits))))].Round(time.Millisecond)
+		}
+		t.Logf("%s: %d acquisitions in %v (%.1f/s), per worker %v; wait p50 %v, p99 %v, max %v; %d waits ran out, %d other errors; %d overlaps, %d fence regressions",
+			what, len(waits), run, float64(len(waits))/run.Seconds(), perWorker, pct(0.5), pct(0.99), pct(1), ranOut, failed, h.overlaps, h.regressed)
+		if h.overlaps != 0 {
+			t.Errorf("%s: %d overlaps", what, h.overlaps)
+		}
+		if h.regressed != 0 && what != "baseline=redsync" && what != "baseline=concurrency.Mutex" {
+			t.Errorf("%s: %d fence regressions", what, h.regressed)
+		}
+	}
+	viaManager := func(m *lease.Manager) func(ctx context.Context, _ int) (int64, func(), error) {
+		return func(ctx context.Context, _ int) (int64, func(), error) {
+			l, err := m.Acquire(ctx, name, lease.TTL(10*time.Second), lease.WaitAtMost(wait))
+			if err != nil {
+				return 0, nil, err
+			}
+			return l.Fence(), func() { _ = l.Release(context.Background()) }, nil
+		}
+	}
+
+	t.Run("local", func(t *testing.T) {
+		s, err := lease.NewLocalStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		report(t, "local", viaManager(lease.NewManager(s)))
+	})
+	t.Run("redis", func(t *testing.T) {
+		s, _ := redisStore(t)
+		report(t, "redis", viaManager(lease.NewManager(s)))
+	})
+	t.Run("baseline=redsync", func(t *testing.T) {
+		rs := redsync.New(goredis.NewPool(testdb.Redis(t)))
+		var seq int64
+		var mu sync.Mutex
+		report(t, "baseline=redsync", func(ctx context.Context, _ int) (int64, func(), error) {
+			m := rs.NewMutex(redisPrefix+name, redsync.WithExpiry(10*time.Second), redsync.WithTries(100))
+			if err := m.LockContext(ctx); err != nil {
+				return 0, nil, err
+			}
+			mu.Lock()
+			seq++ // redsync has no fence: a counter taken inside the lock
+			f := seq
+			mu.Unlock()
+			return f, func() { _, _ = m.Unlock() }, nil
+		})
+	})
+	t.Run("table-postgres", func(t *testing.T) {
+		tg := testdb.Open(t, testdb.Postgres, nil)
+		report(t, "table-postgres", viaManager(lease.NewManager(tableStore(t, tg.DB))))
+	})
+	t.Run("etcd", func(t *testing.T) {
+		c := servers.StartEtcdCluster(t)
+		ms, _ := i25EtcdWorkers(t, c, 1)
+		report(t, "etcd", viaManager(ms[0]))
+		t.Run("baseline=concurrency.Mutex", func(t *testing.T) {
+			sessions := make([]*concurrency.Session, workers)
+			for w := range sessions {
+				s, err := concurrency.NewSession(etcdClient(t, c), concurrency.WithTTL(10))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				sessions[w] = s
+			}
+			report(t, "baseline=concurrency.Mutex", func(ctx context.Context, w int) (int64, func(), error) {
+				m := concurrency.NewMutex(sessions[w], "i25-fair-mutex/"+name)
+				if err := m.Lock(ctx); err != nil {
+					return 0, nil, err
+				}
+				return m.Header().Revision, func() { _ = m.Unlock(context.Background()) }, nil
+			})
+		})
+	})
+}
