@@ -383,8 +383,9 @@ var ErrNoHolderRead = errors.New("election: the store cannot say who holds a lea
 
 // Leader returns the current term number and whether a leader holds it,
 // read from the store (one read, no lease taken, bounded by CallTimeout).
-// On a store that keeps no record of a released lease (etcd) the term is
-// 0 while nobody leads.
+// On a store that keeps no record of a released lease (etcd; Redis once
+// the fencing counter has gone with its lease) the term is 0 while nobody
+// leads.
 func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) {
 	if err := e.usable(); err != nil {
 		return 0, false, err
@@ -419,7 +420,8 @@ func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) 
 // A read still hanging when the next is due is waited for, not doubled.
 //
 // Term is the latest term Observe has seen: on a store that keeps no
-// record of a released lease (etcd answers 0 once nobody holds it), a
+// record of a released lease (etcd, and Redis once its fencing counter has
+// gone with the lease, answer 0 once nobody holds it), a
 // release is sent as the last term with Led false.
 func (e *Elector) Observe(ctx context.Context) (<-chan Leadership, error) {
 	if err := e.usable(); err != nil {

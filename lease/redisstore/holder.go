@@ -10,7 +10,9 @@ import (
 // Holder reads, without taking anything, name's fencing counter (the
 // fence of its latest lease) and whether the lease is held now (its key
 // exists: Redis deletes it at expiry, by its own clock): 0 and false for
-// a name never taken. One MGET of the two keys, which share a Cluster
+// a name never taken, and for a name whose counter has gone with its
+// lease (Release deletes it once the server clock has passed it, and it
+// expires a second after the lease does). One MGET of the two keys, which share a Cluster
 // slot. Package election uses it for Leader and Observe.
 //
 // Like every read, it sees what the server it reaches has: after a
