@@ -21,13 +21,19 @@ OURS     := github.com/lockplugin/lockplugin
 # tracked go.work.sum (see .ci/inwork): no step of `make test` changes the
 # tree.
 INWORK   := bash .ci/inwork
+# staticcheck with every check (doc comments included), at the version
+# .ci/run installs (it reads STATICCHECK_VERSION here). The binary is taken
+# from PATH, else from where go install puts it (GOBIN, or GOPATH's bin).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || { d=$$($(GO) env GOBIN); [ -n "$$d" ] || d=$$($(GO) env GOPATH | cut -d: -f1)/bin; echo "$$d/staticcheck"; })
+STATICCHECKS ?= all
 
-.PHONY: test fmt-check vet unit conformance fuzz install-check tidy bench demo lint compose-up compose-down
+.PHONY: test fmt-check vet staticcheck unit conformance fuzz install-check tidy bench demo lint compose-up compose-down
 
 # make test is deterministic: no random search runs in it (FuzzMaskDSN's
 # seeds and its testdata/fuzz corpus run as ordinary tests in conformance);
 # fuzzing is `make fuzz`, on its own.
-test: fmt-check vet unit install-check conformance
+test: fmt-check vet staticcheck unit install-check conformance
 
 fmt-check:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -35,6 +41,12 @@ fmt-check:
 vet:
 	@set -e; for m in $(MODULES) tests .ci/modproxy; do echo "go vet ($$m)"; (cd $$m && $(ALONE) $(GO) vet ./...); done
 	$(INWORK) $(LOCKCHECK) $(GO) vet ./...
+
+# Each module on its own, as vet; lockcheck through the workspace.
+staticcheck:
+	@[ -x "$(STATICCHECK)" ] || { echo "staticcheck not found at $(STATICCHECK): go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)"; exit 1; }
+	@set -e; for m in $(MODULES) tests .ci/modproxy; do echo "staticcheck ($$m)"; (cd $$m && $(ALONE) $(STATICCHECK) -checks $(STATICCHECKS) ./...); done
+	$(INWORK) $(LOCKCHECK) $(STATICCHECK) -checks $(STATICCHECKS) ./...
 
 unit:
 	@set -e; for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && $(ALONE) $(GO) test $(TESTFLAGS) ./...); done
@@ -62,7 +74,7 @@ tidy:
 	cd $(LOCKCHECK) && $(GO) mod edit -replace=$(OURS)=../.. -replace=$(OURS)/lease/redisstore=../../lease/redisstore && \
 	  { $(ALONE) $(GO) mod tidy; rc=$$?; $(GO) mod edit -dropreplace=$(OURS) -dropreplace=$(OURS)/lease/redisstore; exit $$rc; }
 
-lint: fmt-check vet
+lint: fmt-check vet staticcheck
 
 # Every benchmark of tests/, written up in BENCHMARKS.md.
 bench:

@@ -177,16 +177,16 @@ func noColumn(stmt *gorm.Statement, op string) error {
 	return fmt.Errorf("%w: fenced %s of %s, which has no lockplugin.Fence column: embed lockplugin.Fence in the model; nothing was sent", ErrUnguarded, op, stmt.Schema.Name)
 }
 
-// CreateClauses, UpdateClauses and DeleteClauses implement GORM's field
-// clause interfaces: a fenced write of a model with a Fence column on a
-// *gorm.DB without the plugin fails before any SQL instead of being sent
-// unguarded.
+// CreateClauses implements GORM's schema.CreateClausesInterface, and
+// UpdateClauses and DeleteClauses its update and delete counterparts: a
+// fenced write of a model with a Fence column on a *gorm.DB without the
+// plugin fails before any SQL instead of being sent unguarded.
 func (Fence) CreateClauses(f *schema.Field) []clause.Interface { return fieldClauses(f) }
 
-// UpdateClauses: see CreateClauses.
+// UpdateClauses implements schema.UpdateClausesInterface; see CreateClauses.
 func (Fence) UpdateClauses(f *schema.Field) []clause.Interface { return fieldClauses(f) }
 
-// DeleteClauses: see CreateClauses.
+// DeleteClauses implements schema.DeleteClausesInterface; see CreateClauses.
 func (Fence) DeleteClauses(f *schema.Field) []clause.Interface { return fieldClauses(f) }
 
 func fieldClauses(f *schema.Field) []clause.Interface {

@@ -17,7 +17,7 @@ type advCounter struct {
 	N  int
 }
 
-// AdvisoryCounter: Workers goroutines each do Rounds read-modify-write
+// AdvisoryCounter runs the scenario: Workers goroutines each do Rounds read-modify-write
 // increments of one counter (a SELECT, then an UPDATE of what was read plus
 // one), each inside advisory.With on the lock cfg.Prefix+"-adv-counter".
 // No increment may be lost. On a database without advisory locks the
@@ -26,7 +26,7 @@ func AdvisoryCounter(ctx context.Context, db *gorm.DB, cfg Config) (Result, erro
 	return advisoryCounter(ctx, db, cfg, true)
 }
 
-// AdvisoryCounterUnprotected: the same increments without the lock, the
+// AdvisoryCounterUnprotected runs the same increments without the lock, the
 // baseline that shows the increments AdvisoryCounter protects do get lost.
 func AdvisoryCounterUnprotected(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) {
 	return advisoryCounter(ctx, db, cfg, false)

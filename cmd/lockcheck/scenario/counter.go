@@ -55,7 +55,7 @@ func finishLostUpdate(ctx context.Context, db *gorm.DB, table string, r Result, 
 	return r, nil
 }
 
-// LostUpdateUnprotected: Workers goroutines each do Rounds read-modify-write
+// LostUpdateUnprotected runs the scenario: Workers goroutines each do Rounds read-modify-write
 // increments of one counter with plain GORM and no lock. Baseline.
 //
 // Every round, all workers read, wait for each other, then write what they
@@ -95,7 +95,7 @@ func LostUpdateUnprotected(ctx context.Context, db *gorm.DB, cfg Config) (Result
 	return finishLostUpdate(ctx, db, table, r, cfg, errs)
 }
 
-// LostUpdateForUpdate: the same increments, each reading with FOR UPDATE in
+// LostUpdateForUpdate runs the same increments, each reading with FOR UPDATE in
 // a transaction.
 func LostUpdateForUpdate(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) {
 	cfg = cfg.Defaults()
@@ -130,7 +130,7 @@ func LostUpdateForUpdate(ctx context.Context, db *gorm.DB, cfg Config) (Result, 
 	return finishLostUpdate(ctx, db, table, r, cfg, errs)
 }
 
-// LostUpdateExpr: the same increments as one database-computed UPDATE
+// LostUpdateExpr runs the same increments as one database-computed UPDATE
 // (gorm.Expr("n + 1")).
 func LostUpdateExpr(ctx context.Context, db *gorm.DB, cfg Config) (Result, error) {
 	cfg = cfg.Defaults()

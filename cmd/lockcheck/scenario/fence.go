@@ -21,7 +21,7 @@ type fencedRow struct {
 	lockplugin.Fence
 }
 
-// FencedTakeover: each worker, in each round, takes a lease, loses it
+// FencedTakeover runs the scenario: each worker, in each round, takes a lease, loses it
 // behind its back (the store forgets it, as when its TTL runs out while
 // the holder is paused: its handle still looks held), lets a second holder
 // take it and write the row, and then writes the row itself. Fenced
@@ -105,7 +105,7 @@ func FencedTakeover(ctx context.Context, db *gorm.DB, store lease.Store, cfg Con
 	return res, FirstError(errs)
 }
 
-// ElectionExclusive: cfg.Workers candidates campaign cfg.Rounds times each
+// ElectionExclusive runs the scenario: cfg.Workers candidates campaign cfg.Rounds times each
 // on one election, lead briefly and resign. At most one may lead at any
 // moment and every new term's number must exceed every earlier one's.
 func ElectionExclusive(ctx context.Context, store lease.Store, cfg Config) (Result, error) {

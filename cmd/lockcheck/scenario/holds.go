@@ -22,7 +22,7 @@ type capacitySeat struct {
 // HoldCapacity implements holds.Holdable.
 func (s capacitySeat) HoldCapacity() int { return s.Capacity }
 
-// CapacityRace: Rounds races of Workers acquirers for a capacity-1
+// CapacityRace runs the scenario: Rounds races of Workers acquirers for a capacity-1
 // resource; never more than one hold. Its tables are Prefix+"_seats" (the
 // resources, one per round) and Prefix+"_holds" (the holds table), both
 // dropped and created afresh. Lost counts the oversold slots: holds granted

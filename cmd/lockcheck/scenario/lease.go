@@ -9,7 +9,7 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// LeaseExclusive: Workers goroutines Do one lease name with a wait, Rounds
+// LeaseExclusive runs the scenario: Workers goroutines Do one lease name with a wait, Rounds
 // times each; never two inside fn at once.
 //
 // fn counts the goroutines inside it and increments a shared counter by a

@@ -50,7 +50,7 @@ func resetQueueTable(ctx context.Context, db *gorm.DB, cfg Config, n int) (strin
 	return table, nil
 }
 
-// SkipLockedQueue: Workers goroutines claim Workers*Rounds*10 jobs in
+// SkipLockedQueue runs the scenario: Workers goroutines claim Workers*Rounds*10 jobs in
 // batches of 10 with FOR UPDATE SKIP LOCKED; every job must be claimed once.
 //
 // A claim is one transaction: lock up to 10 queued jobs, skipping those
@@ -230,7 +230,7 @@ func finishQueue(ctx context.Context, db *gorm.DB, table string, total int, clai
 	return r, nil
 }
 
-// ClaimQueue: Workers goroutines claim Workers*Rounds*10 jobs with
+// ClaimQueue runs the scenario: Workers goroutines claim Workers*Rounds*10 jobs with
 // lockplugin.Claim, 10 at a time; every job must be claimed exactly once,
 // and every claimed row must come back as the claim left it (running, by
 // this worker, claimed once).

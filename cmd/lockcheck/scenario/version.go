@@ -18,7 +18,7 @@ type versionCounter struct {
 	lockplugin.Version
 }
 
-// LostUpdateVersion: the same increments through a versioned model and
+// LostUpdateVersion runs the same increments through a versioned model and
 // lockplugin.RetryOnConflict. Each increment reads the counter and saves it
 // back in a transaction; a stale save fails with ErrConcurrency and is run
 // again from a fresh read. The table is cfg.Prefix+"_vcounters"; db must

@@ -109,10 +109,10 @@ func (p *Proxy) SetDelay(up, down time.Duration) {
 	p.notify()
 }
 
-// Blackhole, on, stops forwarding in both directions: connections, new
+// Blackhole with on stops forwarding in both directions: connections, new
 // ones included, stay open and the bytes wait in the proxy and the
-// kernel's buffers, as in a network partition (no RST, no FIN). Off, they
-// flow again.
+// kernel's buffers, as in a network partition (no RST, no FIN). Without
+// on, they flow again.
 func (p *Proxy) Blackhole(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
