@@ -16,6 +16,11 @@ func TestDoctorClaimIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// As the application's DSN would have it: doctor opens the file read-only
+	// and reports a journal mode other than WAL.
+	if _, err := db.Exec("PRAGMA journal_mode=WAL"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Exec("CREATE TABLE i23_doctor_jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, claimed_at DATETIME)"); err != nil {
 		t.Fatal(err)
 	}

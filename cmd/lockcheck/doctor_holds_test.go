@@ -17,6 +17,11 @@ func TestDoctorHoldsBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// As the application's DSN would have it: doctor opens the file read-only
+	// and reports a journal mode other than WAL.
+	if _, err := db.Exec("PRAGMA journal_mode=WAL"); err != nil {
+		t.Fatal(err)
+	}
 	old := time.Now().Add(-48 * time.Hour).UnixMilli()
 	recent := time.Now().Add(-time.Hour).UnixMilli()
 	seed := func(n int, at int64) {
