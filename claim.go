@@ -207,23 +207,11 @@ func (c *claim) unknown(err error) error {
 	return &claimUnknownError{db: c.d.String(), table: c.tableName, cause: err}
 }
 
-// dbresolverCallback is the name gorm.io/plugin/dbresolver registers its
-// pool-switching callbacks under; its Create callback picks the source
-// (write) pool.
-const dbresolverCallback = "gorm:db_resolver"
-
 // claimPool returns the *sql.DB a write through db goes to: db's own pool,
 // or the source dbresolver would pick for a write; or nil and the
 // ConnPool itself when that is no *sql.DB. It sends nothing.
 func claimPool(ctx context.Context, db *gorm.DB) (*sql.DB, gorm.ConnPool) {
-	cp := db.Statement.ConnPool
-	if resolve := db.Callback().Create().Get(dbresolverCallback); resolve != nil {
-		tx := db.Session(&gorm.Session{Context: ctx})
-		resolve(tx)
-		if tx.Statement.ConnPool != nil {
-			cp = tx.Statement.ConnPool
-		}
-	}
+	cp := plugin.WritePool(ctx, db, db.Statement.ConnPool, "")
 	switch p := cp.(type) {
 	case *sql.DB:
 		return p, cp

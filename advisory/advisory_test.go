@@ -470,7 +470,7 @@ func TestLockOnTheResolvedWritePool(t *testing.T) {
 	db := openFake(t, "sqlserver", "", replica)
 	sourcePool := sql.OpenDB(source)
 	t.Cleanup(func() { _ = sourcePool.Close() })
-	if err := db.Callback().Create().Before("*").Register(dbresolverCallback, func(tx *gorm.DB) {
+	if err := db.Callback().Create().Before("*").Register("gorm:db_resolver", func(tx *gorm.DB) {
 		tx.Statement.ConnPool = sourcePool
 	}); err != nil {
 		t.Fatal(err)

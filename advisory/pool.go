@@ -10,11 +10,6 @@ import (
 	"gorm.io/gorm"
 )
 
-// dbresolverCallback is the name gorm.io/plugin/dbresolver registers its
-// pool-switching callbacks under. Its Create callback always picks a source
-// (write) pool, which is where a lock must live.
-const dbresolverCallback = "gorm:db_resolver"
-
 // writePool returns the *sql.DB that writes through db go to: db's own pool,
 // or the source dbresolver would pick for a write. It sends nothing.
 func writePool(ctx context.Context, db *gorm.DB, chains ...*held) (*sql.DB, error) {
@@ -33,15 +28,7 @@ func writePool(ctx context.Context, db *gorm.DB, chains ...*held) (*sql.DB, erro
 		}
 		return nil, fmt.Errorf("advisory: db is pinned to a *sql.Conn that advisory did not open; pass the *gorm.DB it came from")
 	}
-	if resolve := db.Callback().Create().Get(dbresolverCallback); resolve != nil {
-		// Let dbresolver choose as for a write, on a copy of the statement
-		// (so dbresolver.Use and per-table resolvers still count).
-		tx := db.Session(&gorm.Session{Context: ctx})
-		resolve(tx)
-		if tx.Statement.ConnPool != nil {
-			cp = tx.Statement.ConnPool
-		}
-	}
+	cp = plugin.WritePool(ctx, db, cp, "") // as dbresolver would for a write
 	switch p := cp.(type) {
 	case *sql.DB:
 		return p, nil

@@ -10,11 +10,6 @@ import (
 	"github.com/lockplugin/lockplugin/internal/plugin"
 )
 
-// dbresolverCallback is the name gorm.io/plugin/dbresolver registers its
-// pool-switching callbacks under; its Create callback picks a source.
-// Named here so that the root module does not import dbresolver.
-const dbresolverCallback = "gorm:db_resolver"
-
 // callPool returns where a call's statements go, and whether that is the
 // caller's transaction. Outside one it is the pool writes go to: db's own,
 // or the source dbresolver picks for a write on the holds table. Every
@@ -29,15 +24,7 @@ func callPool(ctx context.Context, db *gorm.DB, holdsTable string) (gorm.ConnPoo
 	if plugin.InTransaction(cp) {
 		return cp, true
 	}
-	if resolve := db.Callback().Create().Get(dbresolverCallback); resolve != nil {
-		tx := db.Session(&gorm.Session{NewDB: true, Context: ctx})
-		tx.Statement.Table = holdsTable
-		resolve(tx)
-		if tx.Statement.ConnPool != nil {
-			cp = tx.Statement.ConnPool
-		}
-	}
-	return cp, false
+	return plugin.WritePool(ctx, db, cp, holdsTable), false
 }
 
 // beginTx begins a transaction on pool: a *sql.DB or *sql.Conn, or GORM's
