@@ -1,0 +1,6 @@
+package postgres
+
+import "github.com/lockplugin/lockplugin/internal/sqldriver"
+
+// Reread: not yet moved here (the mechanism still phrases it).
+func (*Driver) Reread() sqldriver.Reread { return nil }

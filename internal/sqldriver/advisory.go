@@ -1,0 +1,4 @@
+package sqldriver
+
+// Advisory phrases package advisory's named locks.
+type Advisory interface{}

@@ -1,0 +1,4 @@
+package sqldriver
+
+// LeaseTable phrases lease/sqlstore's statements over the lease table.
+type LeaseTable interface{}

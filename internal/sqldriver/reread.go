@@ -1,0 +1,4 @@
+package sqldriver
+
+// Reread phrases the re-reads of version and fence columns after a write.
+type Reread interface{}
