@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"time"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -25,7 +26,7 @@ const (
 // that ended before holdsBacklogAge ago by the database clock. A missing
 // table is no finding.
 func expiredHolds(ctx context.Context, db *sql.DB, kind string) (*finding, error) {
-	now := dialects.New(kind, "").NowMillisSQL()
+	now := drivers.For(dialects.New(kind, "")).NowMillis()
 	if now == "" {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"io"
 	"strconv"
 	"time"
@@ -266,7 +267,7 @@ func tableExists(ctx context.Context, db *sql.DB, table string) bool {
 // database clock.
 func activeHolds(ctx context.Context, db *sql.DB, d dialects.Dialect, table string) ([]holding, error) {
 	rows, err := db.QueryContext(ctx, "SELECT resource_type, resource_id, holder, expires_at FROM "+table+
-		" WHERE released_at IS NULL AND (expires_at IS NULL OR expires_at > "+d.NowMillisSQL()+") ORDER BY resource_type, resource_id, id")
+		" WHERE released_at IS NULL AND (expires_at IS NULL OR expires_at > "+drivers.For(d).NowMillis()+") ORDER BY resource_type, resource_id, id")
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", table, err)
 	}

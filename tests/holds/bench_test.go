@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,7 @@ type rawAcquirer struct {
 
 func newRawAcquirer(tg *testdb.Target) *rawAcquirer {
 	d := tg.Dialect
-	now := d.NowMillisSQL()
+	now := drivers.For(d).NowMillis()
 	r := &rawAcquirer{db: tg.SQL, d: d}
 	r.read = "SELECT capacity FROM " + benchSeats + " WHERE id = ? FOR UPDATE"
 	if d.Kind == dialects.SQLite {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"regexp"
 	"sort"
 	"strings"
@@ -205,7 +206,7 @@ func TestHoldsCountSkipsExpiredHistory(t *testing.T) {
 			h.set(nil, nil)
 			require.NotEmpty(t, counts)
 			id := fmt.Sprint(full.ID)
-			now := tg.Dialect.NowMillisSQL()
+			now := drivers.For(tg.Dialect).NowMillis()
 			for _, q := range counts {
 				var args []string
 				switch {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -202,7 +203,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 func rawRowLock(b *testing.B, db *gorm.DB, pool *countingPool) {
 	ctx := context.Background()
 	d := dialects.Of(db)
-	tbl := d.QuoteIdent("lease_bench_raw")
+	tbl := drivers.For(d).QuoteIdent("lease_bench_raw")
 	if _, err := pool.DB.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+tbl+" (name VARCHAR(191) NOT NULL PRIMARY KEY)"); err != nil {
 		b.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func BenchmarkOneName(b *testing.B) {
 								b.Run("baseline=update-no-match", func(b *testing.B) {
 									tg := testdb.Get(b, kind)
 									tableStore(b, tg.DB) // the table exists
-									q := "UPDATE " + tg.Dialect.QuoteIdent(table) + " SET fence = fence WHERE lock_name = ?"
+									q := "UPDATE " + drivers.For(tg.Dialect).QuoteIdent(table) + " SET fence = fence WHERE lock_name = ?"
 									if tg.Dialect.Kind == dialects.Postgres {
 										q = strings.Replace(q, "?", "$1", 1)
 									}
@@ -502,7 +503,7 @@ func upsertStore(b testing.TB, kind string) *legacyStore {
 	if k == dialects.MySQL {
 		k = dialects.MariaDB
 	}
-	q := strings.NewReplacer("{t}", tg.Dialect.QuoteIdent(table), "{now}", tg.Dialect.NowMillisSQL()).Replace(upsertAcquire[k])
+	q := strings.NewReplacer("{t}", drivers.For(tg.Dialect).QuoteIdent(table), "{now}", drivers.For(tg.Dialect).NowMillis()).Replace(upsertAcquire[k])
 	return &legacyStore{Store: tableStore(b, tg.DB), db: tg.SQL, kind: k, q: q}
 }
 

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"strings"
 	"testing"
 	"time"
@@ -169,14 +170,14 @@ func TestTableStoreUsesTheDatabaseClock(t *testing.T) {
 		noErr(t, err)
 		want(t, ok, "a free lease was refused")
 		var left int64
-		q := "SELECT expires_at - " + tg.Dialect.NowMillisSQL() + " FROM " + tg.Dialect.QuoteIdent(table) + " WHERE lock_name = ?"
+		q := "SELECT expires_at - " + drivers.For(tg.Dialect).NowMillis() + " FROM " + drivers.For(tg.Dialect).QuoteIdent(table) + " WHERE lock_name = ?"
 		noErr(t, tg.Plain.Raw(q, name).Scan(&left).Error)
 		want(t, left > 9000 && left <= 10000, "expires_at is the database's now + %d ms, want + 10000", left)
 
 		_, err = s.Refresh(ctx, name, "owner-a", 0)
 		noErr(t, err)
 		var exp int64
-		noErr(t, tg.Plain.Raw("SELECT expires_at FROM "+tg.Dialect.QuoteIdent(table)+" WHERE lock_name = ?", name).Scan(&exp).Error)
+		noErr(t, tg.Plain.Raw("SELECT expires_at FROM "+drivers.For(tg.Dialect).QuoteIdent(table)+" WHERE lock_name = ?", name).Scan(&exp).Error)
 		want(t, exp == 0, "expires_at after a TTL-0 refresh = %d, want 0", exp)
 		_, err = s.Release(ctx, name, "owner-a")
 		noErr(t, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // database's now (ms), and fence.
 func row(t *testing.T, tg *testdb.Target, name string) (owner string, left, fence int64) {
 	t.Helper()
-	q := "SELECT owner, expires_at - " + tg.Dialect.NowMillisSQL() + ", fence FROM " + tg.Dialect.QuoteIdent(table) + " WHERE lock_name = ?"
+	q := "SELECT owner, expires_at - " + drivers.For(tg.Dialect).NowMillis() + ", fence FROM " + drivers.For(tg.Dialect).QuoteIdent(table) + " WHERE lock_name = ?"
 	r := tg.Plain.Raw(q, name).Row()
 	noErr(t, r.Scan(&owner, &left, &fence), "reading the lease row")
 	return owner, left, fence
@@ -105,7 +106,7 @@ func TestTableStoreRefusalIsReadOnly(t *testing.T) {
 	tg := testdb.Get(t, testdb.Postgres)
 	version := func(name string) string {
 		var v string
-		noErr(t, tg.Plain.Raw(`SELECT ctid::text || ' ' || xmin::text || ' ' || xmax::text FROM `+tg.Dialect.QuoteIdent(table)+` WHERE lock_name = ?`, name).Row().Scan(&v))
+		noErr(t, tg.Plain.Raw(`SELECT ctid::text || ' ' || xmin::text || ' ' || xmax::text FROM `+drivers.For(tg.Dialect).QuoteIdent(table)+` WHERE lock_name = ?`, name).Row().Scan(&v))
 		return v
 	}
 	refuse := func(acquire func(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error), name string) (changed int) {
@@ -151,7 +152,7 @@ func TestTableStoreConcurrentNew(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
 		tableStore(t, tg.DB) // skips where the store is refused
 		drop := func(tbl string) {
-			noErr(t, tg.Plain.Exec("DROP TABLE IF EXISTS "+tg.Dialect.QuoteIdent(tbl)).Error, "dropping ", tbl)
+			noErr(t, tg.Plain.Exec("DROP TABLE IF EXISTS "+drivers.For(tg.Dialect).QuoteIdent(tbl)).Error, "dropping ", tbl)
 		}
 		race := func(tbl string, run func() error) (failed int, first error) {
 			var wg sync.WaitGroup
@@ -242,7 +243,7 @@ func TestTableStoreJoinsContexts(t *testing.T) {
 		_, err = s.Refresh(context.Background(), name, "owner-a", time.Second)
 		want(t, errors.Is(err, context.Canceled), "Refresh: %v, want context.Canceled", err)
 		var n int64
-		noErr(t, tg.Plain.Raw("SELECT COUNT(*) FROM "+tg.Dialect.QuoteIdent(table)+" WHERE lock_name = ?", name).Row().Scan(&n))
+		noErr(t, tg.Plain.Raw("SELECT COUNT(*) FROM "+drivers.For(tg.Dialect).QuoteIdent(table)+" WHERE lock_name = ?", name).Row().Scan(&n))
 		want(t, n == 0, "a cancelled Acquire wrote a row")
 	})
 }

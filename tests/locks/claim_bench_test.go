@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,7 +126,7 @@ func fillBenchQueue(b *testing.B, tg *testdb.Target, n int) {
 	b.Helper()
 	tg.Reset(b, &i13BenchJob{})
 	d := tg.Dialect
-	if err := tg.DB.Exec("CREATE INDEX " + d.QuoteIdent("i13_bench_jobs_state_id") + " ON " + d.QuoteIdent("i13_bench_jobs") + " (state, id)").Error; err != nil {
+	if err := tg.DB.Exec("CREATE INDEX " + drivers.For(d).QuoteIdent("i13_bench_jobs_state_id") + " ON " + drivers.For(d).QuoteIdent("i13_bench_jobs") + " (state, id)").Error; err != nil {
 		b.Fatal(err)
 	}
 	jobs := make([]i13BenchJob, n)
@@ -169,7 +170,7 @@ func runClaimBench(b *testing.B, tg *testdb.Target, claim func(ctx context.Conte
 	ctx := context.Background()
 	tg.Reset(b, &i13BenchJob{})
 	d := tg.Dialect
-	if err := tg.DB.Exec("CREATE INDEX " + d.QuoteIdent("i13_bench_jobs_state_id") + " ON " + d.QuoteIdent("i13_bench_jobs") + " (state, id)").Error; err != nil {
+	if err := tg.DB.Exec("CREATE INDEX " + drivers.For(d).QuoteIdent("i13_bench_jobs_state_id") + " ON " + drivers.For(d).QuoteIdent("i13_bench_jobs") + " (state, id)").Error; err != nil {
 		b.Fatal(err)
 	}
 	total := b.N*10 + claimWorkers*10
@@ -352,7 +353,7 @@ func seedDrained(b *testing.B, tg *testdb.Target, table string, rows, done int) 
 	d := tg.Dialect
 	for _, q := range []string{
 		"INSERT INTO " + table + " (id, state, worker, claims) " + gen,
-		"CREATE INDEX " + d.QuoteIdent(table+"_state_id") + " ON " + d.QuoteIdent(table) + " (state, id)",
+		"CREATE INDEX " + drivers.For(d).QuoteIdent(table+"_state_id") + " ON " + drivers.For(d).QuoteIdent(table) + " (state, id)",
 	} {
 		if err := db.Exec(q).Error; err != nil {
 			b.Fatal(err)

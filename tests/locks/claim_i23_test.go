@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,7 +203,7 @@ func i23Seed(t *testing.T, db *gorm.DB, table string, jobs int) {
 		t.Fatal(err)
 	}
 	d := dialects.Of(db)
-	if err := db.Exec("CREATE INDEX " + d.QuoteIdent(table+"_state_id") + " ON " + d.QuoteIdent(table) + " (state, id)").Error; err != nil {
+	if err := db.Exec("CREATE INDEX " + drivers.For(d).QuoteIdent(table+"_state_id") + " ON " + drivers.For(d).QuoteIdent(table) + " (state, id)").Error; err != nil {
 		t.Fatal(err)
 	}
 	rows := make([]i23Job, jobs)
@@ -506,7 +507,7 @@ func TestClaimIndexWarning(t *testing.T) {
 		}
 		t.Logf("warning: %v", got[0].Err)
 		d := tg.Dialect
-		if err := db.Exec("CREATE INDEX " + d.QuoteIdent(table+"_state_id") + " ON " + d.QuoteIdent(table) + " (state, id)").Error; err != nil {
+		if err := db.Exec("CREATE INDEX " + drivers.For(d).QuoteIdent(table+"_state_id") + " ON " + drivers.For(d).QuoteIdent(table) + " (state, id)").Error; err != nil {
 			t.Fatal(err)
 		}
 		lockplugin.ForgetClaimIndexChecks()

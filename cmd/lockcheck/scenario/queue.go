@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -36,8 +37,8 @@ func resetQueueTable(ctx context.Context, db *gorm.DB, cfg Config, n int) (strin
 	// The claim reads queued jobs in id order; without this index InnoDB
 	// would scan (and lock) every job already claimed.
 	d := dialects.Of(db)
-	idx := d.QuoteIdent(table + "_state_id")
-	if err := db.Exec("CREATE INDEX " + idx + " ON " + d.QuoteIdent(table) + " (state, id)").Error; err != nil {
+	idx := drivers.For(d).QuoteIdent(table + "_state_id")
+	if err := db.Exec("CREATE INDEX " + idx + " ON " + drivers.For(d).QuoteIdent(table) + " (state, id)").Error; err != nil {
 		return "", fmt.Errorf("scenario: indexing %s: %w", table, err)
 	}
 	jobs := make([]queueJob, n)
