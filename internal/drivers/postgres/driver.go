@@ -22,7 +22,7 @@ func (p *Driver) Dialect() dialects.Dialect { return p.d }
 // BindVar is $n.
 func (*Driver) BindVar(n int) string { return "$" + strconv.Itoa(n) }
 
-// ReusesBindVars: $n may stand for one value wherever it appears.
+// ReusesBindVars is true: $n may stand for one value wherever it appears.
 func (*Driver) ReusesBindVars() bool { return true }
 
 // BigintBindVar is CAST($n AS BIGINT): PostgreSQL would infer integer from

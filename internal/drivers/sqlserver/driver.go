@@ -22,7 +22,7 @@ func (p *Driver) Dialect() dialects.Dialect { return p.d }
 // BindVar is @pn.
 func (*Driver) BindVar(n int) string { return "@p" + strconv.Itoa(n) }
 
-// ReusesBindVars: @pn may stand for one value wherever it appears.
+// ReusesBindVars is true: @pn may stand for one value wherever it appears.
 func (*Driver) ReusesBindVars() bool { return true }
 
 // BigintBindVar is BindVar.
