@@ -127,3 +127,24 @@ func firstDiff(want, got string) string {
 	}
 	return "(no line differs)"
 }
+
+// TestMatrixRowsUnique: each database has one entry in the matrix and each
+// feature one rule in it, so that no row silently shadows another in the
+// index.
+func TestMatrixRowsUnique(t *testing.T) {
+	dbs := map[dbKey]bool{}
+	for _, db := range matrix {
+		k := dbKey{db.kind, db.engine}
+		if dbs[k] {
+			t.Errorf("the matrix has two entries for %v", k)
+		}
+		dbs[k] = true
+		features := map[Feature]bool{}
+		for _, r := range db.rules {
+			if features[r.feature] {
+				t.Errorf("%v has two rules for %s", k, r.feature)
+			}
+			features[r.feature] = true
+		}
+	}
+}
