@@ -95,6 +95,18 @@ func (d Dialect) Supports(f Feature) bool {
 	return r.since == nil || d.AtLeast(r.since[0], r.since[1], r.since[2])
 }
 
+// Note is the capability matrix's remark on f for this database: how the
+// database does it ("`SET LOCAL lock_timeout`, restored after") or a
+// caveat ("SQL checked, not run live"); "" when there is none or the
+// database does not support f.
+func (d Dialect) Note(f Feature) string {
+	if !d.Supports(f) {
+		return ""
+	}
+	r, _ := d.rule(f)
+	return r.note
+}
+
 func (d Dialect) rule(f Feature) (rule, bool) {
 	r, ok := ruleIndex[ruleKey{d.Kind, d.Engine, f}]
 	return r, ok
