@@ -40,12 +40,11 @@ const (
 	FencedWrite Feature = "fenced write"
 )
 
-// rule decides one feature for one database kind. A rule whose since is
-// non-nil applies only from that server version on; an unknown server
-// version never satisfies it.
+// rule decides one feature for one database. A rule whose since is non-nil
+// applies only from that server version on; an unknown server version never
+// satisfies it. A rule's note says how the database does it, or a caveat;
+// the documentation's matrices show it.
 type rule struct {
-	kind    Kind
-	engine  Engine // the look-alike this row is for; NoEngine for Kind itself
 	feature Feature
 	since   *[3]int
 	note    string
@@ -53,76 +52,36 @@ type rule struct {
 
 func from(major, minor, patch int) *[3]int { return &[3]int{major, minor, patch} }
 
-// rules is the capability matrix: the one place that says what each
-// database can do. A (kind, feature) pair without a rule is unsupported.
-// README.md's tables are generated from it (see Matrix) and a test in
-// tests/ fails when they drift apart.
-var rules = []rule{
-	{kind: Postgres, feature: ForUpdate},
-	{kind: Postgres, feature: ForShare},
-	{kind: Postgres, feature: ForNoKeyUpdate},
-	{kind: Postgres, feature: ForKeyShare},
-	{kind: Postgres, feature: NoWait},
-	{kind: Postgres, feature: SkipLocked},
-	{kind: Postgres, feature: LockOf},
-	{kind: Postgres, feature: LockWait, note: "`SET LOCAL lock_timeout`, restored after"},
-	{kind: Postgres, feature: AdvisoryLock},
-	{kind: Postgres, feature: AdvisoryXactLock},
-	{kind: Postgres, feature: CapacityHolds},
-	{kind: Postgres, feature: LeaseTable},
-	{kind: Postgres, feature: FencedWrite},
-	{kind: Postgres, feature: QueueClaim, note: "1 statement, UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING"},
+// rows is one database's part of the capability matrix, declared in that
+// database's own file (postgres.go, mysql.go, mariadb.go, sqlserver.go,
+// oracle.go, sqlite.go, tidb.go, cockroachdb.go, yugabytedb.go).
+type rows struct {
+	kind   Kind
+	engine Engine // the look-alike these rows are for; NoEngine for Kind itself
+	rules  []rule
+	// reasons says why the database lacks a feature its rules leave out,
+	// where the feature's name alone would not tell a user what to do
+	// instead. An engine's refusal without a reason here says that
+	// lockplugin has not verified the feature there.
+	reasons map[Feature]string
+}
 
-	{kind: MySQL, feature: ForUpdate},
-	{kind: MySQL, feature: ForShare, note: "LOCK IN SHARE MODE before 8.0.1"},
-	{kind: MySQL, feature: NoWait, since: from(8, 0, 1)},
-	{kind: MySQL, feature: SkipLocked, since: from(8, 0, 1)},
-	{kind: MySQL, feature: LockOf, since: from(8, 0, 1)},
-	{kind: MySQL, feature: LockWait, note: "`SET SESSION innodb_lock_wait_timeout, lock_wait_timeout`, restored after"},
-	{kind: MySQL, feature: AdvisoryLock},
-	{kind: MySQL, feature: CapacityHolds},
-	{kind: MySQL, feature: LeaseTable},
-	{kind: MySQL, feature: FencedWrite},
-	{kind: MySQL, feature: QueueClaim, since: from(8, 0, 1), note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
-
-	{kind: MariaDB, feature: ForUpdate},
-	{kind: MariaDB, feature: ForShare, note: "LOCK IN SHARE MODE"},
-	{kind: MariaDB, feature: NoWait, since: from(10, 3, 0)},
-	{kind: MariaDB, feature: SkipLocked, since: from(10, 6, 0)},
-	{kind: MariaDB, feature: LockWait, since: from(10, 3, 0), note: "`WAIT n` (seconds, rounded up)"},
-	{kind: MariaDB, feature: AdvisoryLock},
-	{kind: MariaDB, feature: CapacityHolds},
-	{kind: MariaDB, feature: LeaseTable},
-	{kind: MariaDB, feature: FencedWrite},
-	{kind: MariaDB, feature: QueueClaim, since: from(10, 6, 0), note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
-
-	{kind: SQLServer, feature: ForUpdate, note: "WITH (XLOCK, ROWLOCK)"},
-	{kind: SQLServer, feature: ForShare, note: "WITH (REPEATABLEREAD, ROWLOCK)"},
-	{kind: SQLServer, feature: NoWait, note: "NOWAIT table hint"},
-	{kind: SQLServer, feature: SkipLocked, note: "READPAST table hint"},
-	{kind: SQLServer, feature: LockOf, note: "hints only on the named tables"},
-	{kind: SQLServer, feature: LockWait, note: "`SET LOCK_TIMEOUT`, restored after"},
-	{kind: SQLServer, feature: AdvisoryLock},
-	{kind: SQLServer, feature: AdvisoryXactLock},
-	{kind: SQLServer, feature: CapacityHolds},
-	{kind: SQLServer, feature: LeaseTable},
-	{kind: SQLServer, feature: FencedWrite},
-	{kind: SQLServer, feature: QueueClaim, note: "1 statement, UPDATE TOP (n) ... WITH (UPDLOCK, READPAST, ROWLOCK) OUTPUT"},
-
-	{kind: Oracle, feature: ForUpdate},
-	{kind: Oracle, feature: NoWait},
-	{kind: Oracle, feature: SkipLocked},
-	{kind: Oracle, feature: LockWait, note: "`WAIT n` (seconds, rounded up)"},
-	{kind: Oracle, feature: AdvisoryLock, note: "needs EXECUTE on DBMS_LOCK"},
-	{kind: Oracle, feature: LeaseTable, note: "SQL checked, not run live"},
-	{kind: Oracle, feature: FencedWrite, note: "SQL checked, not run live"},
-	{kind: Oracle, feature: QueueClaim, note: "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE; SQL checked, not run live"},
-
-	{kind: SQLite, feature: CapacityHolds, note: "writer lock taken up front"},
-	{kind: SQLite, feature: LeaseTable},
-	{kind: SQLite, feature: FencedWrite},
-	{kind: SQLite, feature: QueueClaim, note: "1 statement, UPDATE ... RETURNING (SQLite 3.35+)"},
-	{kind: SQLite, feature: WriterLock, note: "opt-in: SQLiteWriterLock()"},
+// matrix is the capability matrix: the one place that says what each
+// database can do, one entry per database. A (database, feature) pair
+// without a rule is unsupported, and an engine never inherits its Kind's
+// rows: a database missing here is refused everything. The documentation's
+// tables are generated from it (see MechanismMatrix) and a test in tests/
+// fails when they drift apart.
+var matrix = []rows{
+	postgresRows,
+	mysqlRows,
+	mariadbRows,
+	sqlserverRows,
+	oracleRows,
+	sqliteRows,
+	tidbRows,
+	cockroachdbRows,
+	yugabytedbRows,
 }
 
 // Supports reports whether the database can do f. Version-dependent
@@ -134,6 +93,18 @@ func (d Dialect) Supports(f Feature) bool {
 		return false
 	}
 	return r.since == nil || d.AtLeast(r.since[0], r.since[1], r.since[2])
+}
+
+// Note is the capability matrix's remark on f for this database: how the
+// database does it ("`SET LOCAL lock_timeout`, restored after") or a
+// caveat ("SQL checked, not run live"); "" when there is none or the
+// database does not support f.
+func (d Dialect) Note(f Feature) string {
+	if !d.Supports(f) {
+		return ""
+	}
+	r, _ := d.rule(f)
+	return r.note
 }
 
 func (d Dialect) rule(f Feature) (rule, bool) {
@@ -149,16 +120,29 @@ type ruleKey struct {
 	feature Feature
 }
 
-// ruleIndex is rules keyed for lookup: lock checks run on every locking
-// query, and a scan of the whole matrix each time showed in the render cost.
-var ruleIndex = func() map[ruleKey]rule {
-	all := append(append(append([]rule(nil), rules...), tidbRules...), lookalikeRules...)
-	m := make(map[ruleKey]rule, len(all))
-	for _, r := range all {
-		m[ruleKey{r.kind, r.engine, r.feature}] = r
+// dbKey names one database of the matrix.
+type dbKey struct {
+	kind   Kind
+	engine Engine
+}
+
+// ruleIndex is the matrix's rules keyed for lookup: lock checks run on
+// every locking query, and a scan of the whole matrix each time showed in
+// the render cost. reasonIndex is its reasons, by database.
+var ruleIndex, reasonIndex = func() (map[ruleKey]rule, map[dbKey]map[Feature]string) {
+	rules := map[ruleKey]rule{}
+	reasons := make(map[dbKey]map[Feature]string, len(matrix))
+	for _, db := range matrix {
+		for _, r := range db.rules {
+			rules[ruleKey{db.kind, db.engine, r.feature}] = r
+		}
+		reasons[dbKey{db.kind, db.engine}] = db.reasons
 	}
-	return m
+	return rules, reasons
 }()
+
+// reason is the database's own reason for lacking f; "" when it has none.
+func (d Dialect) reason(f Feature) string { return reasonIndex[dbKey{d.Kind, d.Engine}][f] }
 
 // Require returns nil when the database supports f, and otherwise an
 // *UnsupportedError naming the database and the feature, and saying why
@@ -190,3 +174,11 @@ func (d Dialect) Require(f Feature) error {
 func ok(d Dialect, f Feature) bool { _, found := d.rule(f); return found }
 
 func kindLabel(k Kind) string { return Dialect{Kind: k}.String() }
+
+// engineReason says why an engine's rows leave f out.
+func engineReason(d Dialect, f Feature) string {
+	if why := d.reason(f); why != "" {
+		return why
+	}
+	return "lockplugin has not verified it on " + engineLabels[d.Engine] + ", and will not assume that " + kindLabel(d.Kind) + "'s behaviour holds there"
+}

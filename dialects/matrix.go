@@ -27,54 +27,13 @@ func Profiles() []Profile {
 	}
 }
 
-// Table is a rendered matrix: a header row and one row per Profile.
+// Table is a rendered matrix: a header row and one row per Profile. The
+// documentation's matrices are Tables: MechanismMatrix here, and the
+// row-lock matrix, which shows the SQL each database is sent, rendered by
+// lockplugin's drivers.
 type Table struct {
 	Header []string
 	Rows   [][]string
-}
-
-// LockMatrix renders the row-lock matrix: what each database sends for each
-// lock feature, or "error" where lockplugin refuses it with ErrUnsupported.
-func LockMatrix() Table {
-	cols := []Feature{ForUpdate, ForShare, NoWait, SkipLocked, LockOf, LockWait, ForNoKeyUpdate}
-	t := Table{Header: []string{"database"}}
-	for _, c := range cols {
-		t.Header = append(t.Header, string(c))
-	}
-	for _, p := range Profiles() {
-		row := []string{p.Label}
-		for _, c := range cols {
-			row = append(row, lockCell(p.Dialect, c))
-		}
-		t.Rows = append(t.Rows, row)
-	}
-	return t
-}
-
-func lockCell(d Dialect, f Feature) string {
-	if !d.Supports(f) {
-		switch {
-		case d.Supports(WriterLock) && f != ForNoKeyUpdate && f != LockWait:
-			return "error (opt-in: writer lock)"
-		case f == LockOf && d.Supports(ForUpdate):
-			return "error, except OF the query's one table (sent without OF)"
-		}
-		return "error"
-	}
-	switch {
-	case f == LockWait:
-		r, _ := d.rule(f)
-		return r.note
-	case d.Kind == SQLServer && f == LockOf:
-		return "hints on the named tables only"
-	case d.Kind == SQLServer && (f == NoWait || f == SkipLocked):
-		return "`" + d.LockClauseSQL(f) + "` table hint"
-	case d.Kind == SQLServer:
-		return "`WITH (" + d.LockClauseSQL(f) + ")`"
-	case f == NoWait || f == SkipLocked || f == LockOf:
-		return "yes"
-	}
-	return "`" + d.LockClauseSQL(f) + "`"
 }
 
 // MechanismMatrix renders which mechanisms each database can run.
@@ -90,8 +49,8 @@ func MechanismMatrix() Table {
 			cell := "error"
 			if p.Dialect.Supports(c) {
 				cell = "yes"
-				if r, _ := p.Dialect.rule(c); r.note != "" {
-					cell += ": " + r.note
+				if note := p.Dialect.Note(c); note != "" {
+					cell += ": " + note
 				}
 			}
 			row = append(row, cell)

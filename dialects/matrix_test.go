@@ -7,37 +7,6 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 )
 
-const (
-	ofOnlyTable = "error, except OF the query's one table (sent without OF)"
-	writerLock  = "error (opt-in: writer lock)"
-	waitN       = "`WAIT n` (seconds, rounded up)"
-	mySession   = "`SET SESSION innodb_lock_wait_timeout, lock_wait_timeout`, restored after"
-)
-
-func TestLockMatrix(t *testing.T) {
-	md := dialects.LockMatrix().Markdown()
-	for _, row := range []string{
-		"| database | FOR UPDATE | FOR SHARE | NOWAIT | SKIP LOCKED | FOR UPDATE OF | WaitAtMost | FOR NO KEY UPDATE |",
-		"| PostgreSQL | `FOR UPDATE` | `FOR SHARE` | yes | yes | yes | `SET LOCAL lock_timeout`, restored after | `FOR NO KEY UPDATE` |",
-		"| MySQL 8.0.1+ | `FOR UPDATE` | `FOR SHARE` | yes | yes | yes | " + mySession + " | error |",
-		"| MySQL 5.7 | `FOR UPDATE` | `LOCK IN SHARE MODE` | error | error | " + ofOnlyTable + " | " + mySession + " | error |",
-		"| MariaDB 10.6+ | `FOR UPDATE` | `LOCK IN SHARE MODE` | yes | yes | " + ofOnlyTable + " | " + waitN + " | error |",
-		"| MariaDB 10.3-10.5 | `FOR UPDATE` | `LOCK IN SHARE MODE` | yes | error | " + ofOnlyTable + " | " + waitN + " | error |",
-		"| Oracle | `FOR UPDATE` | error | yes | yes | " + ofOnlyTable + " | " + waitN + " | error |",
-		"| SQL Server | `WITH (XLOCK, ROWLOCK)` | `WITH (REPEATABLEREAD, ROWLOCK)` | `NOWAIT` table hint | `READPAST` table hint | hints on the named tables only | `SET LOCK_TIMEOUT`, restored after | error |",
-		"| SQLite | " + strings.Repeat(writerLock+" | ", 5) + "error | error |",
-	} {
-		if !strings.Contains(md, row+"\n") {
-			t.Errorf("lock matrix lacks the row\n%s\nin\n%s", row, md)
-		}
-	}
-	for _, p := range dialects.Profiles() {
-		if p.Dialect.Kind == dialects.Unknown {
-			t.Errorf("profile %q is not a known database", p.Label)
-		}
-	}
-}
-
 func TestMechanismMatrix(t *testing.T) {
 	md := dialects.MechanismMatrix().Markdown()
 	for _, row := range []string{
@@ -48,6 +17,30 @@ func TestMechanismMatrix(t *testing.T) {
 	} {
 		if !strings.Contains(md, row+"\n") {
 			t.Errorf("mechanism matrix lacks the row\n%s\nin\n%s", row, md)
+		}
+	}
+}
+
+func TestNote(t *testing.T) {
+	for _, c := range []struct {
+		name, version string
+		feature       dialects.Feature
+		want          string
+	}{
+		{"postgres", "", dialects.LockWait, "`SET LOCAL lock_timeout`, restored after"},
+		{"postgres", "", dialects.ForUpdate, ""},
+		{"mysql", "10.6.0-MariaDB", dialects.QueueClaim, "SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE, in a transaction"},
+		// A row the version does not reach has no note: the feature is refused.
+		{"mysql", "10.5.23-MariaDB", dialects.QueueClaim, ""},
+		{"sqlite", "", dialects.AdvisoryLock, ""},
+	} {
+		if got := dialects.New(c.name, c.version).Note(c.feature); got != c.want {
+			t.Errorf("%s %s Note(%s) = %q, want %q", c.name, c.version, c.feature, got, c.want)
+		}
+	}
+	for _, p := range dialects.Profiles() {
+		if p.Dialect.Kind == dialects.Unknown {
+			t.Errorf("profile %q is not a known database", p.Label)
 		}
 	}
 }

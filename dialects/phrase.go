@@ -54,6 +54,23 @@ func (d Dialect) LockClauseSQL(f Feature) string {
 	return d.LockSQL(f)
 }
 
+// LatestRead returns the clause that makes a SELECT inside a transaction
+// read the latest committed rows rather than the transaction's snapshot,
+// with a leading space, or "" where a plain read already does (PostgreSQL
+// and SQL Server at READ COMMITTED, SQLite). MySQL and MariaDB take a
+// shared lock (LOCK IN SHARE MODE); TiDB, which refuses shared locks, an
+// exclusive one (FOR UPDATE, which in its pessimistic transactions reads
+// the latest commit).
+func (d Dialect) LatestRead() string {
+	switch {
+	case d.Engine == TiDB:
+		return " FOR UPDATE"
+	case d.Kind == MySQL || d.Kind == MariaDB:
+		return " " + Dialect{Kind: d.Kind, Major: d.Major, Minor: d.Minor, Patch: d.Patch}.LockSQL(ForShare)
+	}
+	return ""
+}
+
 // QuoteIdent quotes an identifier the way the database expects, doubling
 // any quote character inside it. Callers validate identifiers first; this
 // only makes a valid one safe to splice into SQL.

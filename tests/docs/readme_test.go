@@ -9,9 +9,10 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/databases.md's generated blocks from dialects")
+var update = flag.Bool("update", false, "rewrite docs/databases.md's generated blocks from dialects and internal/drivers")
 
 // matricesFile is the page that holds the generated blocks, relative to the
 // repository root, as messages name it; matricesPath is it seen from
@@ -29,7 +30,7 @@ type block struct {
 
 func blocks() []block {
 	return []block{
-		{"lock-matrix", dialects.LockMatrix().Markdown()},
+		{"lock-matrix", drivers.LockMatrix().Markdown()},
 		{"mechanism-matrix", dialects.MechanismMatrix().Markdown()},
 	}
 }
@@ -72,7 +73,8 @@ func markerEnd(rest string) bool {
 
 // TestREADMEMatrices checks the per-database matrices of docs/databases.md
 // (the README's "what each database gets", moved to its own page) against
-// dialects; -update rewrites them.
+// dialects (the mechanism matrix) and internal/drivers (the row-lock
+// matrix, which shows the SQL each database is sent); -update rewrites them.
 func TestREADMEMatrices(t *testing.T) {
 	raw, err := os.ReadFile(matricesPath)
 	if err != nil {
@@ -95,7 +97,7 @@ func TestREADMEMatrices(t *testing.T) {
 			changed = true
 			continue
 		}
-		t.Errorf("%s's %s block differs from dialects (- page, + dialects):\n%s\nRegenerate it with: cd tests && go test ./docs -update",
+		t.Errorf("%s's %s block differs from what lockplugin generates (- page, + generated):\n%s\nRegenerate it with: cd tests && go test ./docs -update",
 			matricesFile, b.name, lineDiff(got, b.want))
 	}
 	if changed {
