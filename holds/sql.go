@@ -171,6 +171,21 @@ func (s statements) snapshotIsolation(level string) bool {
 	return false
 }
 
+// isolationName names an isolation level, as the isolation query answered
+// it, in the error that refuses it: SQL Server answers a number.
+func (s statements) isolationName(level string) string {
+	if s.d.Kind == dialects.SQLServer {
+		return "SNAPSHOT"
+	}
+	return strings.ToUpper(level)
+}
+
+// ownReadCommitted reports whether Acquire's own transactions ask for READ
+// COMMITTED (see call.run): PostgreSQL, SQL Server and TiDB.
+func (s statements) ownReadCommitted() bool {
+	return s.d.Kind == dialects.Postgres || s.d.Kind == dialects.SQLServer || s.d.Engine == dialects.TiDB
+}
+
 // countActive counts a resource's active holds. Arguments: resource type,
 // resource id.
 func (s statements) countActive() string {
@@ -249,6 +264,10 @@ func (s statements) insert() string {
 	}
 	return "INSERT INTO " + s.holds + cols + "VALUES (?, ?, ?, ?, ?)"
 }
+
+// insertAnswersRow reports whether insert answers the new id as a row
+// (SQL Server's OUTPUT) rather than through LastInsertId.
+func (s statements) insertAnswersRow() bool { return s.d.Kind == dialects.SQLServer }
 
 // releaseReturning is release answering the time it set, in the same
 // statement, where the database can (PostgreSQL, SQL Server); "" elsewhere.
