@@ -71,8 +71,8 @@ func renderHolds(p *goldenfile.Page, st statements, n string) {
 	add("rollback to savepoint", q.rollbackTo)
 	add("release savepoint", q.releaseSav)
 	add("create table", strings.Join(st.createTable(), "\n"))
-	add("migrate lock", bind(st.d, st.migrateLock()))
-	add("migrate lock key", fmt.Sprintf("%T %v", migrateKey(st.d, st.table), migrateKey(st.d, st.table)))
-	add("purge", bind(st.d, st.purge(PurgeBatch)))
+	add("migrate lock", bind(st.dr, st.migrateLock()))
+	add("migrate lock key", fmt.Sprintf("%T %v", st.migrateKey(), st.migrateKey()))
+	add("purge", bind(st.dr, st.purge(PurgeBatch)))
 	add("purge binds the age four times", strconv.FormatBool(st.purgeRepeats()))
 }
