@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
 	"github.com/lockplugin/lockplugin/internal/plugin"
@@ -167,7 +166,7 @@ func acquireOnce(ctx context.Context, r runner, c *call, holder string, ttl int6
 			hr.ExpiresMs = &exp
 		}
 		args := []any{res.table, res.id, holder, now, hr.ExpiresMs}
-		if st.d.Kind == dialects.SQLServer {
+		if st.insertAnswersRow() {
 			if _, err := r.row(ctx, q.insert, args, &hr.ID); err != nil {
 				return nil, err
 			}
@@ -210,10 +209,7 @@ func checkIsolation(ctx context.Context, r runner, st statements) error {
 		return fmt.Errorf("reading the transaction's isolation level on %s: %w", st.d, ctxError(ctx, err))
 	}
 	if st.snapshotIsolation(level) {
-		name := strings.ToUpper(level)
-		if st.d.Kind == dialects.SQLServer {
-			name = "SNAPSHOT"
-		}
+		name := st.isolationName(level)
 		return &dialects.UnsupportedError{
 			Dialect: st.d.String(),
 			Feature: "holds.Acquire inside a " + name + " transaction",

@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // runner sends this package's fixed statements straight to a connection
@@ -88,19 +87,14 @@ func (r runner) trace(ctx context.Context, begin time.Time, query string, args [
 	}, err)
 }
 
-// bind renders the ? placeholders of q in d's syntax: $1 on PostgreSQL,
-// @p1 on SQL Server, ? elsewhere. The statements hold no ? but their
-// placeholders (identifiers are validated, no string literal has one).
-func bind(d dialects.Dialect, q string) string {
-	var prefix string
-	switch d.Kind {
-	case dialects.Postgres:
-		prefix = "$"
-	case dialects.SQLServer:
-		prefix = "@p"
-	default:
-		return q
-	}
+// bind renders the ? placeholders of q as the driver's bind parameters,
+// numbered in order: $1 on PostgreSQL, @p1 on SQL Server, ? on MySQL and
+// SQLite (BindVar; :1 on Oracle, which holds refuses). A ? followed by a
+// digit is a placeholder numbered already (SQLite's ?n, where activeOf
+// repeats arguments) and is left as it is. The statements hold no ? but
+// their placeholders (identifiers are validated, no string literal has
+// one).
+func bind(dr sqldriver.Phrasing, q string) string {
 	if !strings.Contains(q, "?") {
 		return q
 	}
@@ -108,10 +102,9 @@ func bind(d dialects.Dialect, q string) string {
 	b.Grow(len(q) + 16)
 	n := 0
 	for i := 0; i < len(q); i++ {
-		if q[i] == '?' {
+		if q[i] == '?' && (i+1 == len(q) || q[i+1] < '0' || q[i+1] > '9') {
 			n++
-			b.WriteString(prefix)
-			b.WriteString(strconv.Itoa(n))
+			b.WriteString(dr.BindVar(n))
 			continue
 		}
 		b.WriteByte(q[i])

@@ -2,13 +2,9 @@ package holds
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 
 	"gorm.io/gorm"
-
-	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // Migrate creates the holds table, DefaultTable or the one named with Table,
@@ -52,7 +48,7 @@ func Migrate(db *gorm.DB, opts ...Option) error {
 	}
 	if lock := c.st.migrateLock(); lock != "" {
 		lockThenCreate := func(r runner) error {
-			if _, err := r.exec(ctx, bind(d, lock), migrateKey(d, cfg.table)); err != nil {
+			if _, err := r.exec(ctx, bind(c.st.dr, lock), c.st.migrateKey()); err != nil {
 				return fmt.Errorf("taking the migration lock: %w", err)
 			}
 			return create(r)
@@ -75,24 +71,10 @@ func Migrate(db *gorm.DB, opts ...Option) error {
 // migrateLock returns the statement that serialises concurrent Migrate
 // calls inside their transactions, "" where the database needs none.
 // Argument: migrateKey.
-func (s statements) migrateLock() string {
-	switch s.d.Kind {
-	case dialects.Postgres:
-		return "SELECT pg_advisory_xact_lock(?)"
-	case dialects.SQLServer:
-		return "DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = -1; " +
-			"IF @r < 0 RAISERROR('sp_getapplock returned %d', 16, 1, @r)"
-	}
-	return ""
-}
+func (s statements) migrateLock() string { return s.h.MigrateLock() }
 
-// migrateKey names the migration lock of one holds table: a bigint from
-// the SHA-256 of its name on PostgreSQL, the name itself on SQL Server.
-func migrateKey(d dialects.Dialect, table string) any {
-	name := "lockplugin/holds.Migrate " + table
-	if d.Kind == dialects.Postgres {
-		sum := sha256.Sum256([]byte(name))
-		return int64(binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63))
-	}
-	return name
+// migrateKey names the migration lock of the holds table, as the
+// database's lock takes a name (a bigint from its SHA-256 on PostgreSQL).
+func (s statements) migrateKey() any {
+	return s.h.MigrateKey("lockplugin/holds.Migrate " + s.table)
 }

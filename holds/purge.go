@@ -3,12 +3,9 @@ package holds
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // PurgeBatch is how many hold rows one DELETE of Purge removes at most:
@@ -56,7 +53,7 @@ func Purge(ctx context.Context, db *gorm.DB, olderThan time.Duration, opts ...Op
 		return 0, err
 	}
 	defer c.done()
-	q := bind(c.d, c.st.purge(PurgeBatch))
+	q := bind(c.st.dr, c.st.purge(PurgeBatch))
 	age := olderThan.Milliseconds()
 	args := []any{age, age}
 	if c.st.purgeRepeats() {
@@ -91,23 +88,14 @@ func (s statements) endedBefore() string {
 // purgeRepeats reports whether purge binds the age four times (the
 // condition is repeated outside the batch's subquery) rather than twice.
 func (s statements) purgeRepeats() bool {
-	return s.d.Kind == dialects.Postgres || s.d.Kind == dialects.SQLite
+	_, repeats := s.h.Purge(s.t, s.endedBefore(), PurgeBatch)
+	return repeats
 }
 
-// purge deletes up to n ended holds, oldest ids first. MySQL, MariaDB and
-// TiDB have DELETE ... LIMIT, SQL Server DELETE TOP; PostgreSQL and SQLite
-// pick the batch's ids in a subquery and repeat the condition outside it,
-// so that a row changed after the subquery read it (PostgreSQL re-checks
-// the outer condition on the latest version) is deleted only if it still
-// ended.
+// purge deletes up to n ended holds, oldest ids first: DELETE ... LIMIT,
+// DELETE TOP, or, where neither will do, the batch's ids picked in a
+// subquery and the condition repeated outside it (the family says which).
 func (s statements) purge(n int) string {
-	lim := strconv.Itoa(n)
-	switch s.d.Kind {
-	case dialects.MySQL, dialects.MariaDB:
-		return "DELETE FROM " + s.holds + " WHERE " + s.endedBefore() + " ORDER BY id LIMIT " + lim
-	case dialects.SQLServer:
-		return "DELETE TOP (" + lim + ") FROM " + s.holds + " WHERE " + s.endedBefore()
-	}
-	return "DELETE FROM " + s.holds + " WHERE id IN (SELECT id FROM " + s.holds + " WHERE " + s.endedBefore() +
-		" ORDER BY id LIMIT " + lim + ") AND " + s.endedBefore()
+	q, _ := s.h.Purge(s.t, s.endedBefore(), n)
+	return q
 }

@@ -33,7 +33,7 @@ func (c *call) run(ctx context.Context, fn func(r runner) error) error {
 		return replay(ctx, maxReplays, func() error { return underSavepoint(ctx, c, fn) })
 	}
 	var opts *sql.TxOptions
-	if c.d.Kind == dialects.Postgres || c.d.Kind == dialects.SQLServer || c.d.Engine == dialects.TiDB {
+	if c.st.ownReadCommitted() {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	return replay(ctx, maxReplays, func() error { return c.inTransaction(ctx, opts, fn) })

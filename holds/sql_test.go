@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
+	"github.com/lockplugin/lockplugin/internal/goldenfile"
 )
 
 func stmts(name, version string) statements {
@@ -236,5 +238,24 @@ func TestCreateTableSQLiteSchema(t *testing.T) {
 	want := `CREATE INDEX IF NOT EXISTS "main"."holds_active" ON "holds" (resource_type, resource_id, released_at, expires_at)`
 	if len(lite) != 2 || lite[1] != want || !strings.Contains(lite[0], `CREATE TABLE IF NOT EXISTS "main"."holds" (`) {
 		t.Errorf("SQLite DDL with a schema:\n got %q\nwant %q", lite, want)
+	}
+}
+
+// TestBindAgreesWithBindVar: bind renders the n-th ? as the driver's
+// BindVar(n) on every database (Oracle's :n included, which holds refuses
+// but must not phrase otherwise), and leaves a numbered ?n as it is.
+func TestBindAgreesWithBindVar(t *testing.T) {
+	for _, db := range goldenfile.Databases() {
+		dr := drivers.For(db.Dialect)
+		want := "a = " + dr.BindVar(1) + " AND b IN (" + dr.BindVar(2) + ", " + dr.BindVar(3) + ")"
+		if got := bind(dr, "a = ? AND b IN (?, ?)"); got != want {
+			t.Errorf("%s: bind = %q, want %q", db.Dialect, got, want)
+		}
+		if got := bind(dr, "a = ?2 OR b = ?12"); got != "a = ?2 OR b = ?12" {
+			t.Errorf("%s: a numbered placeholder rewritten: %q", db.Dialect, got)
+		}
+	}
+	if got := bind(drivers.For(dialects.New("oracle", "")), "id = ?"); got != "id = :1" {
+		t.Errorf("Oracle: %q", got)
 	}
 }
