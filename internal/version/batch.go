@@ -36,7 +36,8 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 			return err
 		}
 	}
-	if dialects.Of(db).Kind == dialects.SQLServer {
+	query := releaseSavepointSQL(dialects.Of(db), name)
+	if query == "" {
 		return nil
 	}
 	// RELEASE is sent on the transaction itself, as GORM sends SAVEPOINT:
@@ -45,10 +46,30 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	if p, ok := pool.(*gorm.PreparedStmtTX); ok {
 		pool = p.Tx
 	}
-	query, begin := "RELEASE SAVEPOINT "+name, time.Now()
+	begin := time.Now()
 	_, err := pool.ExecContext(db.Statement.Context, query)
 	db.Logger.Trace(db.Statement.Context, begin, func() (string, int64) { return query, 0 }, err)
 	return err
+}
+
+// releaseSavepointSQL releases the savepoint name, or is "" where a
+// savepoint cannot be released and ends with the transaction (SQL Server).
+func releaseSavepointSQL(d dialects.Dialect, name string) string {
+	if d.Kind == dialects.SQLServer {
+		return ""
+	}
+	return "RELEASE SAVEPOINT " + name
+}
+
+// batchLock is the row lock, with a leading space, that lockFirst adds to
+// its read of a guarded batch's rows inside a transaction, where the batch
+// locks its rows first rather than opening a savepoint (PostgreSQL); ""
+// where it opens a savepoint.
+func batchLock(d dialects.Dialect) string {
+	if d.Kind == dialects.Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
 }
 
 // beginBatch makes a statement that guards several rows all or nothing on
@@ -67,8 +88,8 @@ func beginBatch(db *gorm.DB, st *state) {
 		return
 	}
 	if plugin.InTransaction(db.Statement.ConnPool) {
-		if dialects.Of(db).Kind == dialects.Postgres {
-			lockFirst(db, st)
+		if lock := batchLock(dialects.Of(db)); lock != "" {
+			lockFirst(db, st, lock)
 			return
 		}
 		name := newSavepoint()
@@ -116,7 +137,7 @@ func endBatch(db *gorm.DB, st *state, undo bool) {
 // row locked after waiting for a concurrent writer is checked again at its
 // newest version; under REPEATABLE READ that case is PostgreSQL's
 // serialization failure, which RetryOnConflict retries.
-func lockFirst(db *gorm.DB, st *state) {
+func lockFirst(db *gorm.DB, st *state, lock string) {
 	stmt := db.Statement
 	q := db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
 		Model(reflect.New(stmt.Schema.ModelType).Interface())
@@ -135,7 +156,7 @@ func lockFirst(db *gorm.DB, st *state) {
 		db.AddError(built.Error)
 		return
 	}
-	query, vars := built.Statement.SQL.String()+" FOR UPDATE", built.Statement.Vars
+	query, vars := built.Statement.SQL.String()+lock, built.Statement.Vars
 	begin := time.Now()
 	n := int64(0)
 	rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, vars...)

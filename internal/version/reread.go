@@ -60,7 +60,7 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 	}
 	query, vars := built.Statement.SQL.String(), built.Statement.Vars
 	if plugin.InTransaction(stmt.ConnPool) {
-		query += dialects.Of(db).LatestRead()
+		query = latestRead(dialects.Of(db), query)
 	}
 
 	begin := time.Now()
@@ -99,3 +99,7 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 	}
 	return fromNull(v.Int64, v.Valid), pk, true, rows.Err()
 }
+
+// latestRead is query, a SELECT, made to read the latest committed row
+// inside a transaction (see reread).
+func latestRead(d dialects.Dialect, query string) string { return query + d.LatestRead() }

@@ -244,7 +244,7 @@ func bumpOnConflict(db *gorm.DB, f *schema.Field, oc clause.OnConflict) {
 			return
 		}
 	}
-	oc.DoUpdates = upsertBump(db, oc.DoUpdates, f)
+	oc.DoUpdates = upsertBump(dialects.Of(db), oc.DoUpdates, f)
 	stmt.AddClause(oc)
 }
 
@@ -256,8 +256,8 @@ func bumpOnConflict(db *gorm.DB, f *schema.Field, oc clause.OnConflict) {
 // Save of a Post with its unchanged, preloaded Comments leaves the
 // comments' versions alone. The increment comes first: MySQL evaluates
 // ON DUPLICATE KEY UPDATE assignments left to right, on the new values.
-func upsertBump(db *gorm.DB, set clause.Set, f *schema.Field) clause.Set {
-	kind := dialects.Of(db).Kind
+func upsertBump(d dialects.Dialect, set clause.Set, f *schema.Field) clause.Set {
+	kind := d.Kind
 	var cols []string
 	for _, a := range set {
 		if a.Column.Name == f.DBName {

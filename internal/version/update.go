@@ -121,7 +121,7 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 		// SET inside its own gorm:update, which now finds the SET built:
 		// leave it out here (SQL Server cannot update an identity column).
 		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement &&
-			dialects.Of(db).Kind == dialects.SQLServer {
+			!updatesIdentity(dialects.Of(db)) {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		// The same conversion gorm:update would make (it adds the primary
@@ -253,3 +253,7 @@ func hasConditions(stmt *gorm.Statement) bool {
 	w, ok := c.Expression.(clause.Where)
 	return ok && len(w.Exprs) > 0
 }
+
+// updatesIdentity reports whether an UPDATE may assign an identity
+// (auto-increment) primary key column: not on SQL Server.
+func updatesIdentity(d dialects.Dialect) bool { return d.Kind != dialects.SQLServer }
