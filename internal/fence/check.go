@@ -94,12 +94,20 @@ func reread(db *gorm.DB, f *schema.Field, exprs []clause.Expression) (n, cur int
 		return 0, 0, q.Error
 	}
 	sql := q.Statement.SQL.String()
-	d := dialects.Of(db)
-	if d.IsMySQLFamily() && plugin.InTransaction(stmt.ConnPool) {
-		sql += " " + d.LockSQL(dialects.ForShare)
+	if plugin.InTransaction(stmt.ConnPool) {
+		sql = latestRead(dialects.Of(db), sql)
 	}
 	err = stmt.ConnPool.QueryRowContext(stmt.Context, sql, q.Statement.Vars...).Scan(&n, &cur)
 	return n, cur, err
+}
+
+// latestRead is sql, reread's SELECT, made to read the latest committed
+// rows inside a transaction: a shared lock on MySQL and MariaDB.
+func latestRead(d dialects.Dialect, sql string) string {
+	if d.IsMySQLFamily() {
+		return sql + " " + d.LockSQL(dialects.ForShare)
+	}
+	return sql
 }
 
 // setModels writes the fence into the models the statement wrote.

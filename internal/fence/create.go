@@ -45,7 +45,7 @@ func guardCreate(db *gorm.DB) {
 		case oc.DoNothing:
 		case oc.UpdateAll && stmt.SkipHooks && len(oc.DoUpdates) == 0 && len(oc.Columns) == 0:
 			delete(stmt.Clauses, "ON CONFLICT") // Save's fallback
-		case d.Kind == dialects.Postgres || d.Kind == dialects.SQLite:
+		case fencesUpsert(d):
 			oc.Where.Exprs = append(oc.Where.Exprs, cond{col: f.DBName, fence: tok.fence})
 			if !oc.UpdateAll {
 				// DO UPDATE SET balance = ...: the row must take the
@@ -63,6 +63,13 @@ func guardCreate(db *gorm.DB) {
 		}
 	}
 	setValues(stmt, f, tok.fence)
+}
+
+// fencesUpsert reports whether an upsert's update branch can be given
+// "WHERE fence <= mine" (ON CONFLICT ... DO UPDATE ... WHERE on
+// PostgreSQL and SQLite).
+func fencesUpsert(d dialects.Dialect) bool {
+	return d.Kind == dialects.Postgres || d.Kind == dialects.SQLite
 }
 
 // upsertRefusal says why an upsert cannot be fenced on d: its update
