@@ -28,15 +28,15 @@ func savepoint(db *gorm.DB, name string) error {
 // endSavepoint rolls back to the savepoint (undo) and releases it, so that
 // a caller's long transaction does not pile up open savepoints: on
 // PostgreSQL more than 64 of them overflow the subtransaction cache and
-// slow every later statement. SQL Server has no RELEASE; its savepoints
-// end with the transaction.
+// slow every later statement. Where the database cannot release one
+// (ReleaseSavepoint is "": SQL Server), it ends with the transaction.
 func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	if undo {
 		if err := db.Session(&gorm.Session{NewDB: true}).RollbackTo(name).Error; err != nil {
 			return err
 		}
 	}
-	query := releaseSavepointSQL(dialects.Of(db), name)
+	query := rereadOf(dialects.Of(db)).ReleaseSavepoint(name)
 	if query == "" {
 		return nil
 	}
@@ -52,43 +52,21 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	return err
 }
 
-// releaseSavepointSQL releases the savepoint name, or is "" where a
-// savepoint cannot be released and ends with the transaction (SQL Server).
-func releaseSavepointSQL(d dialects.Dialect, name string) string {
-	if d.Kind == dialects.SQLServer {
-		return ""
-	}
-	return "RELEASE SAVEPOINT " + name
-}
-
-// batchLock is the row lock, with a leading space, that lockFirst adds to
-// its read of a guarded batch's rows inside a transaction, where the batch
-// locks its rows first rather than opening a savepoint (PostgreSQL); ""
-// where it opens a savepoint.
-func batchLock(d dialects.Dialect) string {
-	if d.Kind == dialects.Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}
-
 // beginBatch makes a statement that guards several rows all or nothing on
 // its own: behind a savepoint inside a transaction (GORM's default one or
 // the caller's), in a transaction of its own otherwise
 // (SkipDefaultTransaction). On a conflict the rows it did match are put
 // back before they are read again to say which row was stale.
 //
-// On PostgreSQL inside a transaction it opens no savepoint: every
-// subtransaction that writes takes an XID of its own, which stays in the
-// backend's cache of 64 until the transaction ends, released or not, and
-// past 64 every later statement pays for the overflow. It locks the rows
-// the statement guards first instead (see lockFirst).
+// Where the database has a BatchLock (PostgreSQL), inside a transaction it
+// opens no savepoint: it locks the rows the statement guards first instead
+// (see lockFirst, and the driver's BatchLock for why).
 func beginBatch(db *gorm.DB, st *state) {
 	if db.DryRun {
 		return
 	}
 	if plugin.InTransaction(db.Statement.ConnPool) {
-		if lock := batchLock(dialects.Of(db)); lock != "" {
+		if lock := rereadOf(dialects.Of(db)).BatchLock(); lock != "" {
 			lockFirst(db, st, lock)
 			return
 		}
@@ -129,7 +107,8 @@ func endBatch(db *gorm.DB, st *state, undo bool) {
 }
 
 // lockFirst reads the rows a guarded multi-row statement will write with
-// the statement's own conditions and FOR UPDATE. When all of them are
+// the statement's own conditions and lock (the database's BatchLock: FOR
+// UPDATE). When all of them are
 // there at their versions they stay so (locked) until the transaction
 // ends, so the statement that follows matches every one of them and
 // needs nothing to undo; when one is missing the statement is not sent

@@ -119,9 +119,10 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 	} else {
 		// SQL Server's dialector leaves an identity primary key out of the
 		// SET inside its own gorm:update, which now finds the SET built:
-		// leave it out here (SQL Server cannot update an identity column).
+		// leave it out here where the database cannot update an identity
+		// column (UpdatesIdentity false: SQL Server).
 		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement &&
-			!updatesIdentity(dialects.Of(db)) {
+			!rereadOf(dialects.Of(db)).UpdatesIdentity() {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		// The same conversion gorm:update would make (it adds the primary
@@ -253,7 +254,3 @@ func hasConditions(stmt *gorm.Statement) bool {
 	w, ok := c.Expression.(clause.Where)
 	return ok && len(w.Exprs) > 0
 }
-
-// updatesIdentity reports whether an UPDATE may assign an identity
-// (auto-increment) primary key column: not on SQL Server.
-func updatesIdentity(d dialects.Dialect) bool { return d.Kind != dialects.SQLServer }
