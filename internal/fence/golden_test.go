@@ -43,19 +43,19 @@ func TestRereadGolden(t *testing.T) {
 			Select("COUNT(*), COALESCE(MAX(?), 0)", clause.Column{Name: "fence"}).Find(&discard)
 		sel := q.Statement.SQL.String()
 		p.Add("re-read of the rows a fenced write matched, outside a transaction", sel)
-		p.Add("re-read of the rows a fenced write matched, in a transaction", latestRead(d, sel))
-		if fencesUpsert(d) {
+		p.Add("re-read of the rows a fenced write matched, in a transaction", rereadOf(d).FenceRead(sel))
+		if refusal := rereadOf(d).UpsertFenceRefusal(); refusal == "" {
 			stmt := &gorm.Statement{DB: db, Table: "accounts", Clauses: map[string]clause.Clause{}}
 			clause.Where{Exprs: []clause.Expression{cond{col: "fence", fence: 7}}}.Build(stmt)
 			p.Add("fenced upsert: the condition of its update branch", stmt.SQL.String())
 			p.Add("fenced upsert: refused because", "")
 		} else {
 			p.Add("fenced upsert: the condition of its update branch", "")
-			p.Add("fenced upsert: refused because", upsertRefusal(d))
+			p.Add("fenced upsert: refused because", refusal)
 		}
-		p.Add("an UPDATE may assign an identity primary key", strconv.FormatBool(updatesIdentity(d)))
+		p.Add("an UPDATE may assign an identity primary key", strconv.FormatBool(rereadOf(d).UpdatesIdentity()))
 		for _, s := range rawSamples {
-			kw, writes := rawWrite(s, d.Kind)
+			kw, writes := rawWrite(s, rereadOf(d).RawLexis())
 			got := "reads"
 			if writes {
 				got = "writes (" + kw + ")"

@@ -94,8 +94,9 @@ func guardUpdate(db *gorm.DB) {
 		set, st.hadSet, st.set = s, true, c
 	} else {
 		// As the version guard does: SQL Server cannot update an identity
-		// column, which its dialector leaves out inside gorm:update.
-		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && !updatesIdentity(dialects.Of(db)) {
+		// column (UpdatesIdentity false), which its dialector leaves out
+		// inside gorm:update.
+		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && !rereadOf(dialects.Of(db)).UpdatesIdentity() {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		set = callbacks.ConvertToAssignments(stmt) // adds GORM's primary key condition
@@ -177,7 +178,3 @@ func hasConditions(stmt *gorm.Statement) bool {
 	w, ok := c.Expression.(clause.Where)
 	return ok && len(w.Exprs) > 0
 }
-
-// updatesIdentity reports whether an UPDATE may assign an identity
-// (auto-increment) primary key column: not on SQL Server.
-func updatesIdentity(d dialects.Dialect) bool { return d.Kind != dialects.SQLServer }
