@@ -4,13 +4,13 @@ import "github.com/lockplugin/lockplugin/internal/sqldriver"
 
 // Reread phrases the version guard's and fenced writes' statements for
 // Oracle.
-func (o *Driver) Reread() sqldriver.Reread { return reread{o} }
+func (p *Driver) Reread() sqldriver.Reread { return reread{p} }
 
-type reread struct{ o *Driver }
+type reread struct{ p *Driver }
 
 // VersionRead is query (LatestRead): READ COMMITTED reads the latest
 // committed row.
-func (r reread) VersionRead(query string) string { return query + r.o.LatestRead() }
+func (r reread) VersionRead(query string) string { return query + r.p.LatestRead() }
 
 // FenceRead is query.
 func (reread) FenceRead(query string) string { return query }

@@ -4,13 +4,13 @@ import "github.com/lockplugin/lockplugin/internal/sqldriver"
 
 // Reread phrases the version guard's and fenced writes' statements for
 // SQLite.
-func (s *Driver) Reread() sqldriver.Reread { return reread{s} }
+func (p *Driver) Reread() sqldriver.Reread { return reread{p} }
 
-type reread struct{ s *Driver }
+type reread struct{ p *Driver }
 
 // VersionRead is query (LatestRead): SQLite has one writer, and reads the
 // latest committed row anyway.
-func (r reread) VersionRead(query string) string { return query + r.s.LatestRead() }
+func (r reread) VersionRead(query string) string { return query + r.p.LatestRead() }
 
 // FenceRead is query.
 func (reread) FenceRead(query string) string { return query }
