@@ -10,7 +10,9 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 	"github.com/lockplugin/lockplugin/internal/stmtstate"
 	"github.com/lockplugin/lockplugin/internal/version"
 )
@@ -78,9 +80,9 @@ func removeCond(stmt *gorm.Statement) []clause.Expression {
 
 // reread counts the rows the write's conditions match and reads their
 // greatest fence, on the statement's connection (inside its transaction,
-// if any). On MySQL and MariaDB inside a transaction it is a locking read:
-// a plain one would read the transaction's snapshot, older than the row
-// the UPDATE met.
+// if any). Inside a transaction it is the database's FenceRead (a locking
+// read on MySQL and MariaDB): a plain one would read the transaction's
+// snapshot, older than the row the UPDATE met.
 func reread(db *gorm.DB, f *schema.Field, exprs []clause.Expression) (n, cur int64, err error) {
 	stmt := db.Statement
 	// Built in dry-run mode (not logged: it is not sent as built), sent below.
@@ -94,12 +96,21 @@ func reread(db *gorm.DB, f *schema.Field, exprs []clause.Expression) (n, cur int
 		return 0, 0, q.Error
 	}
 	sql := q.Statement.SQL.String()
-	d := dialects.Of(db)
-	if d.IsMySQLFamily() && plugin.InTransaction(stmt.ConnPool) {
-		sql += " " + d.LockSQL(dialects.ForShare)
+	if plugin.InTransaction(stmt.ConnPool) {
+		sql = rereadOf(dialects.Of(db)).FenceRead(sql)
 	}
 	err = stmt.ConnPool.QueryRowContext(stmt.Context, sql, q.Statement.Vars...).Scan(&n, &cur)
 	return n, cur, err
+}
+
+// rereadOf is d's Reread family, or the standard one for a database
+// lockplugin does not know (the capability gate refuses its fenced
+// writes; its raw statements are read as standard SQL).
+func rereadOf(d dialects.Dialect) sqldriver.Reread {
+	if rr := drivers.For(d).Reread(); rr != nil {
+		return rr
+	}
+	return sqldriver.StandardReread{}
 }
 
 // setModels writes the fence into the models the statement wrote.

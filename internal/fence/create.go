@@ -15,9 +15,9 @@ import (
 
 // guardCreate runs before gorm:create: a fenced INSERT writes the fence
 // into every row. An upsert would overwrite an existing row unguarded, so
-// on PostgreSQL and SQLite its DO UPDATE gets "WHERE fence <= mine" and
-// writes the fence, and elsewhere it is refused (upsertRefusal says why,
-// per database). An INSERT whose modifier replaces rows (SQLite's INSERT
+// where its update branch takes a condition (PostgreSQL and SQLite) its DO
+// UPDATE gets "WHERE fence <= mine" and writes the fence, and elsewhere it
+// is refused (the database's UpsertFenceRefusal says why). An INSERT whose modifier replaces rows (SQLite's INSERT
 // OR REPLACE) deletes the row it meets unguarded: refused. Save's own
 // insert of a row its UPDATE did not find goes as a plain INSERT: a row
 // inserted meanwhile makes it fail on the key instead of being overwritten.
@@ -41,11 +41,12 @@ func guardCreate(db *gorm.DB) {
 	if c, has := stmt.Clauses["ON CONFLICT"]; has {
 		oc, _ := c.Expression.(clause.OnConflict)
 		d := dialects.Of(db)
+		refusal := rereadOf(d).UpsertFenceRefusal()
 		switch {
 		case oc.DoNothing:
 		case oc.UpdateAll && stmt.SkipHooks && len(oc.DoUpdates) == 0 && len(oc.Columns) == 0:
 			delete(stmt.Clauses, "ON CONFLICT") // Save's fallback
-		case d.Kind == dialects.Postgres || d.Kind == dialects.SQLite:
+		case refusal == "":
 			oc.Where.Exprs = append(oc.Where.Exprs, cond{col: f.DBName, fence: tok.fence})
 			if !oc.UpdateAll {
 				// DO UPDATE SET balance = ...: the row must take the
@@ -58,24 +59,11 @@ func guardCreate(db *gorm.DB) {
 			stmtstate.Put(stmt, stateKey, &state{op: "upsert", tok: tok, field: f, keyed: keyedRows(stmt)})
 		default:
 			db.AddError(&dialects.UnsupportedError{Dialect: d.String(), Feature: "fenced upsert of " + stmt.Schema.Name,
-				Reason: upsertRefusal(d) + "; use Create for new rows and Updates or Save of one row for existing ones; nothing was sent"})
+				Reason: refusal + "; use Create for new rows and Updates or Save of one row for existing ones; nothing was sent"})
 			return
 		}
 	}
 	setValues(stmt, f, tok.fence)
-}
-
-// upsertRefusal says why an upsert cannot be fenced on d: its update
-// branch cannot be made to compare fences.
-func upsertRefusal(d dialects.Dialect) string {
-	switch {
-	case d.IsMySQLFamily():
-		return "its ON DUPLICATE KEY UPDATE takes no WHERE, so the update of an existing row cannot compare fences"
-	case d.Kind == dialects.SQLServer, d.Kind == dialects.Oracle:
-		return "GORM sends its upsert as a MERGE whose WHEN MATCHED THEN UPDATE carries no condition lockplugin can add, so the update of an existing row cannot compare fences"
-	default:
-		return "lockplugin does not know how to put a condition on its upsert's update"
-	}
 }
 
 // upsertFence returns an upsert's DO UPDATE assignments with the fence

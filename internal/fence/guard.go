@@ -94,8 +94,9 @@ func guardUpdate(db *gorm.DB) {
 		set, st.hadSet, st.set = s, true, c
 	} else {
 		// As the version guard does: SQL Server cannot update an identity
-		// column, which its dialector leaves out inside gorm:update.
-		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && dialects.Of(db).Kind == dialects.SQLServer {
+		// column (UpdatesIdentity false), which its dialector leaves out
+		// inside gorm:update.
+		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && !rereadOf(dialects.Of(db)).UpdatesIdentity() {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		set = callbacks.ConvertToAssignments(stmt) // adds GORM's primary key condition

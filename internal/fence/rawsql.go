@@ -3,7 +3,7 @@ package fence
 import (
 	"strings"
 
-	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // readVerbs are the leading keywords of a raw statement that may be sent
@@ -29,8 +29,8 @@ var readVerbs = map[string]bool{
 //
 // A function with side effects called from a SELECT is not seen: the
 // README says so.
-func rawWrite(sql string, kind dialects.Kind) (string, bool) {
-	toks := tokenize(sql, kind)
+func rawWrite(sql string, lx sqldriver.Lexis) (string, bool) {
+	toks := tokenize(sql, lx)
 	start := 0
 	for i := 0; i <= len(toks); i++ {
 		if i < len(toks) && toks[i] != ";" {
@@ -80,14 +80,14 @@ func stmtWrites(toks []string) (string, bool) {
 
 // tokenize returns sql's words (upper-cased) and its "(", ";" tokens,
 // leaving out whitespace, comments, string literals, quoted identifiers and
-// other punctuation. Where dialects differ it errs towards showing more
-// words: a "#" starts a comment on the MySQL family only (elsewhere it is
-// an operator, and a comment there would hide what follows), MySQL's
-// executable comments ("/*!...*/") are read as SQL, and a backslash
-// escapes a quote only where the database reads it so (the MySQL family,
-// PostgreSQL's E'...').
-func tokenize(sql string, kind dialects.Kind) []string {
-	mysql := kind == dialects.MySQL || kind == dialects.MariaDB
+// other punctuation, as the database's lexis (its driver's RawLexis) reads
+// them. Where databases differ it errs towards showing more words: a "#"
+// starts a comment only where the lexis says so (the MySQL family;
+// elsewhere it is an operator, and a comment there would hide what
+// follows), executable comments ("/*!...*/") are read as SQL, and a
+// backslash escapes a quote only where the database reads it so (the MySQL
+// family, PostgreSQL's E'...').
+func tokenize(sql string, lx sqldriver.Lexis) []string {
 	var toks []string
 	n := len(sql)
 	for i := 0; i < n; {
@@ -95,12 +95,12 @@ func tokenize(sql string, kind dialects.Kind) []string {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
-		case c == '-' && i+1 < n && sql[i+1] == '-', c == '#' && mysql:
+		case c == '-' && i+1 < n && sql[i+1] == '-', c == '#' && lx.HashComments:
 			for i < n && sql[i] != '\n' {
 				i++
 			}
 		case c == '/' && i+1 < n && sql[i+1] == '*':
-			if mysql && i+2 < n && sql[i+2] == '!' {
+			if lx.ExecutableComments && i+2 < n && sql[i+2] == '!' {
 				i += 3 // executable comment: its body runs
 				for i < n && sql[i] >= '0' && sql[i] <= '9' {
 					i++
@@ -113,18 +113,18 @@ func tokenize(sql string, kind dialects.Kind) []string {
 			}
 			i += 2 + end + 2
 		case c == '\'':
-			backslash := mysql
-			if kind == dialects.Postgres && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i == 1 || !isWord(sql[i-2])) {
+			backslash := lx.BackslashEscapes
+			if lx.EscapeStrings && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i == 1 || !isWord(sql[i-2])) {
 				backslash = true
 			}
 			i = skipQuoted(sql, i, '\'', backslash)
 		case c == '"':
-			i = skipQuoted(sql, i, '"', mysql)
+			i = skipQuoted(sql, i, '"', lx.BackslashEscapes)
 		case c == '`':
 			i = skipQuoted(sql, i, '`', false)
-		case c == '[' && (kind == dialects.SQLServer || kind == dialects.SQLite):
+		case c == '[' && lx.BracketIdents:
 			i = skipQuoted(sql, i, ']', false)
-		case c == '$' && kind == dialects.Postgres:
+		case c == '$' && lx.DollarQuotes:
 			if tag, ok := dollarTag(sql[i:]); ok {
 				end := strings.Index(sql[i+len(tag):], tag)
 				if end < 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // TestRawWrite: every writing statement shape is seen, on the dialect's
@@ -50,12 +51,15 @@ func TestRawWrite(t *testing.T) {
 		{pg, "  SELECT 1;  ", false, ""},
 		{lite, "VALUES (1)", false, ""},
 	} {
-		kw, w := rawWrite(c.sql, c.kind)
+		kw, w := rawWrite(c.sql, lexisOf(c.kind))
 		if w != c.writes || kw != c.kw {
 			t.Errorf("%s %q: writes %v (%q), want %v (%q)", c.kind, c.sql, w, kw, c.writes, c.kw)
 		}
 	}
 }
+
+// lexisOf is the raw SQL lexis of a database of kind k.
+func lexisOf(k dialects.Kind) sqldriver.Lexis { return rereadOf(dialects.Dialect{Kind: k}).RawLexis() }
 
 // FuzzRawWrite: the classifier ends on any input without panicking, and
 // a writing statement after any text free of quotes and comment starters
@@ -66,9 +70,9 @@ func FuzzRawWrite(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, k := range []dialects.Kind{dialects.Postgres, dialects.MariaDB, dialects.SQLite, dialects.SQLServer, dialects.Oracle} {
-			rawWrite(s, k)
+			rawWrite(s, lexisOf(k))
 			if !strings.ContainsAny(s, "'\"`[$#-/\\") {
-				if _, w := rawWrite(s+"; UPDATE t SET a = 1", k); !w {
+				if _, w := rawWrite(s+"; UPDATE t SET a = 1", lexisOf(k)); !w {
 					t.Fatalf("%s: %q followed by an UPDATE: not seen", k, s)
 				}
 			}

@@ -112,7 +112,7 @@ func refuseRawWrite(db *gorm.DB) {
 	if _, ok := tokenOf(stmt); !ok {
 		return
 	}
-	if kw, writes := rawWrite(stmt.SQL.String(), dialects.Of(db).Kind); writes {
+	if kw, writes := rawWrite(stmt.SQL.String(), rereadOf(dialects.Of(db)).RawLexis()); writes {
 		err := fmt.Errorf("%w: db.Raw under a fence with a statement that may write (%s): write through a model with a lockplugin.Fence column, or send it on a context without WithFence with \"fence <= ?\" and \"fence = ?\" of your own; nothing was sent", ErrUnguarded, kw)
 		db.AddError(err)
 		if rows, ok := db.Get("rows"); ok && rows == false {

@@ -28,15 +28,16 @@ func savepoint(db *gorm.DB, name string) error {
 // endSavepoint rolls back to the savepoint (undo) and releases it, so that
 // a caller's long transaction does not pile up open savepoints: on
 // PostgreSQL more than 64 of them overflow the subtransaction cache and
-// slow every later statement. SQL Server has no RELEASE; its savepoints
-// end with the transaction.
+// slow every later statement. Where the database cannot release one
+// (ReleaseSavepoint is "": SQL Server), it ends with the transaction.
 func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	if undo {
 		if err := db.Session(&gorm.Session{NewDB: true}).RollbackTo(name).Error; err != nil {
 			return err
 		}
 	}
-	if dialects.Of(db).Kind == dialects.SQLServer {
+	query := rereadOf(dialects.Of(db)).ReleaseSavepoint(name)
+	if query == "" {
 		return nil
 	}
 	// RELEASE is sent on the transaction itself, as GORM sends SAVEPOINT:
@@ -45,7 +46,7 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	if p, ok := pool.(*gorm.PreparedStmtTX); ok {
 		pool = p.Tx
 	}
-	query, begin := "RELEASE SAVEPOINT "+name, time.Now()
+	begin := time.Now()
 	_, err := pool.ExecContext(db.Statement.Context, query)
 	db.Logger.Trace(db.Statement.Context, begin, func() (string, int64) { return query, 0 }, err)
 	return err
@@ -57,18 +58,16 @@ func endSavepoint(db *gorm.DB, name string, undo bool) error {
 // (SkipDefaultTransaction). On a conflict the rows it did match are put
 // back before they are read again to say which row was stale.
 //
-// On PostgreSQL inside a transaction it opens no savepoint: every
-// subtransaction that writes takes an XID of its own, which stays in the
-// backend's cache of 64 until the transaction ends, released or not, and
-// past 64 every later statement pays for the overflow. It locks the rows
-// the statement guards first instead (see lockFirst).
+// Where the database has a BatchLock (PostgreSQL), inside a transaction it
+// opens no savepoint: it locks the rows the statement guards first instead
+// (see lockFirst, and the driver's BatchLock for why).
 func beginBatch(db *gorm.DB, st *state) {
 	if db.DryRun {
 		return
 	}
 	if plugin.InTransaction(db.Statement.ConnPool) {
-		if dialects.Of(db).Kind == dialects.Postgres {
-			lockFirst(db, st)
+		if lock := rereadOf(dialects.Of(db)).BatchLock(); lock != "" {
+			lockFirst(db, st, lock)
 			return
 		}
 		name := newSavepoint()
@@ -108,7 +107,8 @@ func endBatch(db *gorm.DB, st *state, undo bool) {
 }
 
 // lockFirst reads the rows a guarded multi-row statement will write with
-// the statement's own conditions and FOR UPDATE. When all of them are
+// the statement's own conditions and lock (the database's BatchLock: FOR
+// UPDATE). When all of them are
 // there at their versions they stay so (locked) until the transaction
 // ends, so the statement that follows matches every one of them and
 // needs nothing to undo; when one is missing the statement is not sent
@@ -116,7 +116,7 @@ func endBatch(db *gorm.DB, st *state, undo bool) {
 // row locked after waiting for a concurrent writer is checked again at its
 // newest version; under REPEATABLE READ that case is PostgreSQL's
 // serialization failure, which RetryOnConflict retries.
-func lockFirst(db *gorm.DB, st *state) {
+func lockFirst(db *gorm.DB, st *state, lock string) {
 	stmt := db.Statement
 	q := db.Session(&gorm.Session{NewDB: true, DryRun: true, Logger: logger.Discard}).
 		Model(reflect.New(stmt.Schema.ModelType).Interface())
@@ -135,7 +135,7 @@ func lockFirst(db *gorm.DB, st *state) {
 		db.AddError(built.Error)
 		return
 	}
-	query, vars := built.Statement.SQL.String()+" FOR UPDATE", built.Statement.Vars
+	query, vars := built.Statement.SQL.String()+lock, built.Statement.Vars
 	begin := time.Now()
 	n := int64(0)
 	rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, vars...)

@@ -10,7 +10,9 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // reread reads the version row r holds now, on the connection (and in the
@@ -20,12 +22,12 @@ import (
 // caller's conditions (st.byCond) is found by those conditions, and its
 // primary key is returned too. It runs only after a guarded write failed.
 //
-// Inside a transaction on MySQL and MariaDB the read is a locking read
-// (LOCK IN SHARE MODE; FOR UPDATE on TiDB, see dialects.LatestRead): a
-// plain SELECT there reads the transaction's
-// REPEATABLE READ snapshot, which still shows the row as it was before the
-// newer write (or the delete) that made the guard fail. PostgreSQL (READ
-// COMMITTED) and SQLite (one writer) read the latest committed row anyway.
+// Inside a transaction the read is the database's VersionRead (a locking
+// read on MySQL and MariaDB, LOCK IN SHARE MODE or FOR SHARE; FOR UPDATE on
+// TiDB): a plain SELECT there reads the transaction's REPEATABLE READ
+// snapshot, which still shows the row as it was before the newer write (or
+// the delete) that made the guard fail. PostgreSQL (READ COMMITTED) and
+// SQLite (one writer) read the latest committed row anyway.
 func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, err error) {
 	stmt, f := db.Statement, st.field
 	// GORM renders the query, soft-delete scope included, without sending
@@ -60,7 +62,7 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 	}
 	query, vars := built.Statement.SQL.String(), built.Statement.Vars
 	if plugin.InTransaction(stmt.ConnPool) {
-		query += dialects.Of(db).LatestRead()
+		query = rereadOf(dialects.Of(db)).VersionRead(query)
 	}
 
 	begin := time.Now()
@@ -98,4 +100,14 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 		pk = append(pk, k.Elem().Interface())
 	}
 	return fromNull(v.Int64, v.Valid), pk, true, rows.Err()
+}
+
+// rereadOf is d's Reread family, or the standard one for a database
+// lockplugin does not know: version guards run on any database GORM
+// speaks.
+func rereadOf(d dialects.Dialect) sqldriver.Reread {
+	if rr := drivers.For(d).Reread(); rr != nil {
+		return rr
+	}
+	return sqldriver.StandardReread{}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -244,7 +245,7 @@ func bumpOnConflict(db *gorm.DB, f *schema.Field, oc clause.OnConflict) {
 			return
 		}
 	}
-	oc.DoUpdates = upsertBump(db, oc.DoUpdates, f)
+	oc.DoUpdates = upsertBump(rereadOf(dialects.Of(db)), oc.DoUpdates, f)
 	stmt.AddClause(oc)
 }
 
@@ -256,8 +257,8 @@ func bumpOnConflict(db *gorm.DB, f *schema.Field, oc clause.OnConflict) {
 // Save of a Post with its unchanged, preloaded Comments leaves the
 // comments' versions alone. The increment comes first: MySQL evaluates
 // ON DUPLICATE KEY UPDATE assignments left to right, on the new values.
-func upsertBump(db *gorm.DB, set clause.Set, f *schema.Field) clause.Set {
-	kind := dialects.Of(db).Kind
+func upsertBump(rr sqldriver.Reread, set clause.Set, f *schema.Field) clause.Set {
+	op, ref := rr.UpsertUnchanged()
 	var cols []string
 	for _, a := range set {
 		if a.Column.Name == f.DBName {
@@ -270,17 +271,15 @@ func upsertBump(db *gorm.DB, set clause.Set, f *schema.Field) clause.Set {
 		}
 		cols = append(cols, c.Name)
 	}
-	switch kind {
-	case dialects.Postgres, dialects.SQLite, dialects.MySQL, dialects.MariaDB:
-	default:
-		cols = nil
+	if ref == sqldriver.NoInsertedRef {
+		cols = nil // the update branch cannot tell an unchanged row
 	}
 	if len(cols) == 0 {
 		return clause.Set(withBump(set, f))
 	}
 	rest := withBump(set, f)
 	out := make(clause.Set, 0, len(rest))
-	out = append(out, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: changedBump{kind: kind, version: f.DBName, cols: cols}})
+	out = append(out, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: changedBump{op: op, ref: ref, version: f.DBName, cols: cols}})
 	for _, a := range rest {
 		if a.Column.Name != f.DBName {
 			out = append(out, a)
@@ -292,13 +291,14 @@ func upsertBump(db *gorm.DB, set clause.Set, f *schema.Field) clause.Set {
 // changedBump is "CASE WHEN every column is unchanged THEN version ELSE
 // COALESCE(version, 0) + 1 END" in an upsert's DO UPDATE.
 type changedBump struct {
-	kind    dialects.Kind
+	op      string                // the database's null-safe equality
+	ref     sqldriver.InsertedRef // how it names the inserted row's value
 	version string
 	cols    []string
 }
 
-// Build writes the CASE with the dialect's null-safe equality and its name
-// for the inserted row's value.
+// Build writes the CASE with the database's null-safe equality and its
+// name for the inserted row's value (its UpsertUnchanged).
 func (c changedBump) Build(b clause.Builder) {
 	b.WriteString("CASE WHEN ")
 	for i, col := range c.cols {
@@ -306,16 +306,12 @@ func (c changedBump) Build(b clause.Builder) {
 			b.WriteString(" AND ")
 		}
 		b.WriteQuoted(clause.Column{Table: clause.CurrentTable, Name: col})
-		switch c.kind {
-		case dialects.MySQL, dialects.MariaDB:
-			b.WriteString(" <=> VALUES(")
+		b.WriteString(c.op)
+		if c.ref == sqldriver.ValuesFunc {
+			b.WriteString("VALUES(")
 			b.WriteQuoted(clause.Column{Name: col})
 			b.WriteString(")")
-		case dialects.SQLite:
-			b.WriteString(" IS ")
-			b.WriteQuoted(clause.Column{Table: "excluded", Name: col})
-		default:
-			b.WriteString(" IS NOT DISTINCT FROM ")
+		} else {
 			b.WriteQuoted(clause.Column{Table: "excluded", Name: col})
 		}
 	}

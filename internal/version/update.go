@@ -119,9 +119,10 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 	} else {
 		// SQL Server's dialector leaves an identity primary key out of the
 		// SET inside its own gorm:update, which now finds the SET built:
-		// leave it out here (SQL Server cannot update an identity column).
+		// leave it out here where the database cannot update an identity
+		// column (UpdatesIdentity false: SQL Server).
 		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement &&
-			dialects.Of(db).Kind == dialects.SQLServer {
+			!rereadOf(dialects.Of(db)).UpdatesIdentity() {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		// The same conversion gorm:update would make (it adds the primary

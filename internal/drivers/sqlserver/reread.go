@@ -2,5 +2,38 @@ package sqlserver
 
 import "github.com/lockplugin/lockplugin/internal/sqldriver"
 
-// Reread: not yet moved here (the mechanism still phrases it).
-func (*Driver) Reread() sqldriver.Reread { return nil }
+// Reread phrases the version guard's and fenced writes' statements for SQL
+// Server.
+func (p *Driver) Reread() sqldriver.Reread { return reread{p} }
+
+type reread struct{ p *Driver }
+
+// VersionRead is query (LatestRead): READ COMMITTED reads the latest
+// committed row.
+func (r reread) VersionRead(query string) string { return query + r.p.LatestRead() }
+
+// FenceRead is query.
+func (reread) FenceRead(query string) string { return query }
+
+// ReleaseSavepoint is "": SQL Server has no RELEASE; its savepoints end
+// with the transaction.
+func (reread) ReleaseSavepoint(string) string { return "" }
+
+// BatchLock is "": a savepoint.
+func (reread) BatchLock() string { return "" }
+
+// UpsertUnchanged is NoInsertedRef: GORM's upsert is a MERGE.
+func (reread) UpsertUnchanged() (string, sqldriver.InsertedRef) { return "", sqldriver.NoInsertedRef }
+
+// UpsertFenceRefusal: the MERGE's update branch takes no condition.
+func (reread) UpsertFenceRefusal() string {
+	return "GORM sends its upsert as a MERGE whose WHEN MATCHED THEN UPDATE carries no condition lockplugin can add, so the update of an existing row cannot compare fences"
+}
+
+// UpdatesIdentity is false: SQL Server cannot update an identity column,
+// and its dialector leaves an identity primary key out of the SET inside
+// its own gorm:update.
+func (reread) UpdatesIdentity() bool { return false }
+
+// RawLexis: [name] is a quoted identifier.
+func (reread) RawLexis() sqldriver.Lexis { return sqldriver.Lexis{BracketIdents: true} }
