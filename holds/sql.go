@@ -250,11 +250,11 @@ func (s statements) extendForever() string {
 // savepoint, rollbackTo and releaseSavepoint bracket an Acquire inside a
 // caller's transaction; releaseSavepoint is "" where savepoints end only
 // with the transaction.
-func (s statements) savepoint() string { return s.h.Savepoint(savepointName) }
+func (s statements) savepoint() string { return s.dr.Savepoint(savepointName) }
 
-func (s statements) rollbackTo() string { return s.h.RollbackTo(savepointName) }
+func (s statements) rollbackTo() string { return s.dr.RollbackTo(savepointName) }
 
-func (s statements) releaseSavepoint() string { return s.h.ReleaseSavepoint(savepointName) }
+func (s statements) releaseSavepoint() string { return s.dr.ReleaseSavepoint(savepointName) }
 
 // createTable returns the DDL that creates the holds table and the index the
 // count walks (resource, then the two columns that decide activity), each

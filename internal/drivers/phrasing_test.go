@@ -30,6 +30,9 @@ func TestPhrasingGolden(t *testing.T) {
 			p.Add("lock clause "+string(f), dr.LockClauseSQL(f))
 		}
 		p.Add("latest read", dr.LatestRead())
+		p.Add("savepoint", dr.Savepoint("sp"))
+		p.Add("rollback to savepoint", dr.RollbackTo("sp"))
+		p.Add("release savepoint", dr.ReleaseSavepoint("sp"))
 		p.Add("lock wait style", strconv.Itoa(int(dr.LockWaitStyle())))
 		p.Add("lock wait 1500ms", dr.LockWaitSQL(1500*time.Millisecond))
 	})

@@ -23,6 +23,9 @@ func (unknown) NowMillis() string                     { return "" }
 func (unknown) LockSQL(dialects.Feature) string       { return "" }
 func (unknown) LockClauseSQL(dialects.Feature) string { return "" }
 func (unknown) LatestRead() string                    { return "" }
+func (unknown) Savepoint(name string) string          { return "SAVEPOINT " + name }
+func (unknown) RollbackTo(name string) string         { return "ROLLBACK TO SAVEPOINT " + name }
+func (unknown) ReleaseSavepoint(name string) string   { return "RELEASE SAVEPOINT " + name }
 func (unknown) LockWaitStyle() sqldriver.WaitStyle    { return sqldriver.WaitUnsupported }
 func (unknown) LockWaitSQL(time.Duration) string      { return "" }
 func (unknown) RowLock() sqldriver.RowLock            { return nil }

@@ -86,6 +86,14 @@ type Phrasing interface {
 	// transaction's snapshot; "" where a plain read already does.
 	LatestRead() string
 
+	// Savepoint, RollbackTo and ReleaseSavepoint set, roll back to and
+	// release a savepoint named name inside a transaction. ReleaseSavepoint
+	// is "" where a savepoint cannot be released and ends with the
+	// transaction (SQL Server, Oracle).
+	Savepoint(name string) string
+	RollbackTo(name string) string
+	ReleaseSavepoint(name string) string
+
 	// LockWaitStyle is how the database bounds one statement's lock wait.
 	LockWaitStyle() WaitStyle
 	// LockWaitSQL is the clause keywords that bound a lock's wait on a

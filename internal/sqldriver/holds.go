@@ -66,13 +66,6 @@ type Holds interface {
 	// statement, where the database can; "" elsewhere.
 	ReleaseReturning(t HoldsTable, where string) string
 
-	// Savepoint, RollbackTo and ReleaseSavepoint bracket an Acquire inside
-	// a caller's transaction, under the savepoint name; ReleaseSavepoint is
-	// "" where savepoints end only with the transaction.
-	Savepoint(name string) string
-	RollbackTo(name string) string
-	ReleaseSavepoint(name string) string
-
 	// CreateTable is the DDL that creates the holds table and the index
 	// the count walks, each statement safe to run again.
 	CreateTable(t HoldsTable) []string

@@ -24,9 +24,6 @@ type Reread interface {
 	// committed rows inside a transaction.
 	FenceRead(query string) string
 
-	// ReleaseSavepoint releases the savepoint name, or is "" where a
-	// savepoint cannot be released and ends with the transaction.
-	ReleaseSavepoint(name string) string
 	// BatchLock is the row lock, with a leading space, that a guarded
 	// multi-row statement inside a transaction adds to a read of its rows
 	// to lock them first, in place of a savepoint; "" where it opens a
@@ -93,9 +90,6 @@ func (StandardReread) VersionRead(query string) string { return query }
 
 // FenceRead is query.
 func (StandardReread) FenceRead(query string) string { return query }
-
-// ReleaseSavepoint is RELEASE SAVEPOINT name.
-func (StandardReread) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
 
 // BatchLock is "": a savepoint.
 func (StandardReread) BatchLock() string { return "" }

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 )
 
 // newSavepoint names a savepoint: unique, because MySQL replaces an older
@@ -29,14 +30,14 @@ func savepoint(db *gorm.DB, name string) error {
 // a caller's long transaction does not pile up open savepoints: on
 // PostgreSQL more than 64 of them overflow the subtransaction cache and
 // slow every later statement. Where the database cannot release one
-// (ReleaseSavepoint is "": SQL Server), it ends with the transaction.
+// (ReleaseSavepoint is "": SQL Server, Oracle), it ends with the transaction.
 func endSavepoint(db *gorm.DB, name string, undo bool) error {
 	if undo {
 		if err := db.Session(&gorm.Session{NewDB: true}).RollbackTo(name).Error; err != nil {
 			return err
 		}
 	}
-	query := rereadOf(dialects.Of(db)).ReleaseSavepoint(name)
+	query := drivers.For(dialects.Of(db)).ReleaseSavepoint(name)
 	if query == "" {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/dryrun"
 	"github.com/lockplugin/lockplugin/internal/goldenfile"
 )
@@ -30,7 +31,7 @@ func TestRereadGolden(t *testing.T) {
 			clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Name: "title"}, Value: "x"}}},
 			clause.Limit{Limit: ptr(1)})
 		p.Add("re-read of a version by the caller's conditions, in a transaction", rereadOf(d).VersionRead(byCond))
-		p.Add("release of a guarded batch's savepoint", rereadOf(d).ReleaseSavepoint("lockplugin_version_1f2e"))
+		p.Add("release of a guarded batch's savepoint", drivers.For(d).ReleaseSavepoint("lockplugin_version_1f2e"))
 		batch := goldenSelect(db, clause.Select{Columns: []clause.Column{{Name: "id"}}},
 			clause.Where{Exprs: []clause.Expression{clause.Lte{Column: clause.Column{Name: "price"}, Value: 10}}})
 		if lock := rereadOf(d).BatchLock(); lock != "" {

@@ -102,3 +102,12 @@ func (m *Driver) LockWaitStyle() sqldriver.WaitStyle {
 func (m *Driver) LockWaitSQL(wait time.Duration) string {
 	return sqldriver.InlineWait(m.outer.LockWaitStyle(), wait)
 }
+
+// Savepoint is SAVEPOINT name.
+func (*Driver) Savepoint(name string) string { return "SAVEPOINT " + name }
+
+// RollbackTo is ROLLBACK TO SAVEPOINT name.
+func (*Driver) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
+
+// ReleaseSavepoint is RELEASE SAVEPOINT name.
+func (*Driver) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }

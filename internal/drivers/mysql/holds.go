@@ -76,15 +76,6 @@ func (HoldsFamily) Insert(t sqldriver.HoldsTable) (string, bool) {
 // ReleaseReturning is "": the row is read again to learn the time set.
 func (HoldsFamily) ReleaseReturning(sqldriver.HoldsTable, string) string { return "" }
 
-// Savepoint is SAVEPOINT.
-func (HoldsFamily) Savepoint(name string) string { return "SAVEPOINT " + name }
-
-// RollbackTo is ROLLBACK TO SAVEPOINT.
-func (HoldsFamily) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
-
-// ReleaseSavepoint is RELEASE SAVEPOINT.
-func (HoldsFamily) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // CreateTable creates the table with its index inline. Binary collation
 // for the resource: keys compare case-exactly. The holder is VARBINARY,
 // which does not pad: "alice" and "alice " are two holders (utf8mb4_bin

@@ -26,9 +26,6 @@ func (r reread) FenceRead(query string) string {
 	return query + " " + r.m.Outer().LockSQL(dialects.ForShare)
 }
 
-// ReleaseSavepoint is RELEASE SAVEPOINT name.
-func (reread) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // BatchLock is "": a savepoint.
 func (reread) BatchLock() string { return "" }
 

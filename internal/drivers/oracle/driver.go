@@ -81,3 +81,13 @@ func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
 func (p *Driver) LockWaitSQL(wait time.Duration) string {
 	return sqldriver.InlineWait(p.LockWaitStyle(), wait)
 }
+
+// Savepoint is SAVEPOINT name.
+func (*Driver) Savepoint(name string) string { return "SAVEPOINT " + name }
+
+// RollbackTo is ROLLBACK TO SAVEPOINT name.
+func (*Driver) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
+
+// ReleaseSavepoint is "": Oracle has no RELEASE SAVEPOINT; a savepoint
+// ends with its transaction.
+func (*Driver) ReleaseSavepoint(string) string { return "" }

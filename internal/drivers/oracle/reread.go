@@ -15,10 +15,6 @@ func (r reread) VersionRead(query string) string { return query + r.p.LatestRead
 // FenceRead is query.
 func (reread) FenceRead(query string) string { return query }
 
-// ReleaseSavepoint is RELEASE SAVEPOINT name, as sent today (Oracle itself
-// has no RELEASE SAVEPOINT; no server test runs a guarded batch on Oracle).
-func (reread) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // BatchLock is "": a savepoint.
 func (reread) BatchLock() string { return "" }
 

@@ -65,3 +65,12 @@ func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
 
 // LockWaitSQL is "": the wait is bounded by a setting.
 func (*Driver) LockWaitSQL(time.Duration) string { return "" }
+
+// Savepoint is SAVEPOINT name.
+func (*Driver) Savepoint(name string) string { return "SAVEPOINT " + name }
+
+// RollbackTo is ROLLBACK TO SAVEPOINT name.
+func (*Driver) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
+
+// ReleaseSavepoint is RELEASE SAVEPOINT name.
+func (*Driver) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }

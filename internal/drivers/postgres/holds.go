@@ -93,15 +93,6 @@ func (h holds) ReleaseReturning(t sqldriver.HoldsTable, where string) string {
 	return "UPDATE " + t.Quoted + " SET released_at = " + h.p.NowMillis() + " WHERE " + where + " RETURNING released_at"
 }
 
-// Savepoint is SAVEPOINT.
-func (holds) Savepoint(name string) string { return "SAVEPOINT " + name }
-
-// RollbackTo is ROLLBACK TO SAVEPOINT.
-func (holds) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
-
-// ReleaseSavepoint is RELEASE SAVEPOINT.
-func (holds) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // CreateTable creates the table, then its index in a second statement.
 func (h holds) CreateTable(t sqldriver.HoldsTable) []string {
 	return []string{

@@ -15,9 +15,6 @@ func (r reread) VersionRead(query string) string { return query + r.p.LatestRead
 // FenceRead is query: READ COMMITTED reads the latest committed rows.
 func (reread) FenceRead(query string) string { return query }
 
-// ReleaseSavepoint is RELEASE SAVEPOINT name.
-func (reread) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // BatchLock is FOR UPDATE: inside a transaction a guarded batch opens no
 // savepoint on PostgreSQL. Every subtransaction that writes takes an XID of
 // its own, which stays in the backend's cache of 64 until the transaction

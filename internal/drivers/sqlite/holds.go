@@ -62,15 +62,6 @@ func (holds) Insert(t sqldriver.HoldsTable) (string, bool) {
 // ReleaseReturning is "": the row is read again to learn the time set.
 func (holds) ReleaseReturning(sqldriver.HoldsTable, string) string { return "" }
 
-// Savepoint is SAVEPOINT.
-func (holds) Savepoint(name string) string { return "SAVEPOINT " + name }
-
-// RollbackTo is ROLLBACK TO SAVEPOINT.
-func (holds) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
-
-// ReleaseSavepoint is RELEASE SAVEPOINT.
-func (holds) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // CreateTable creates the table, then its index in a second statement.
 // AUTOINCREMENT: a deleted hold's id is never handed out again, so a stale
 // Hold can never release someone else's. SQLite names the schema on the

@@ -15,9 +15,6 @@ func (r reread) VersionRead(query string) string { return query + r.p.LatestRead
 // FenceRead is query.
 func (reread) FenceRead(query string) string { return query }
 
-// ReleaseSavepoint is RELEASE SAVEPOINT name.
-func (reread) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
-
 // BatchLock is "": a savepoint.
 func (reread) BatchLock() string { return "" }
 

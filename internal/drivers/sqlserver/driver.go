@@ -93,3 +93,13 @@ func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
 
 // LockWaitSQL is "": the wait is bounded by a setting.
 func (*Driver) LockWaitSQL(time.Duration) string { return "" }
+
+// Savepoint is SAVE TRANSACTION name.
+func (*Driver) Savepoint(name string) string { return "SAVE TRANSACTION " + name }
+
+// RollbackTo is ROLLBACK TRANSACTION name.
+func (*Driver) RollbackTo(name string) string { return "ROLLBACK TRANSACTION " + name }
+
+// ReleaseSavepoint is "": SQL Server has no RELEASE; its savepoints end
+// with the transaction.
+func (*Driver) ReleaseSavepoint(string) string { return "" }

@@ -70,16 +70,6 @@ func (h holds) ReleaseReturning(t sqldriver.HoldsTable, where string) string {
 	return "UPDATE " + t.Quoted + " SET released_at = " + h.p.NowMillis() + " OUTPUT INSERTED.released_at WHERE " + where
 }
 
-// Savepoint is SAVE TRANSACTION.
-func (holds) Savepoint(name string) string { return "SAVE TRANSACTION " + name }
-
-// RollbackTo is ROLLBACK TRANSACTION.
-func (holds) RollbackTo(name string) string { return "ROLLBACK TRANSACTION " + name }
-
-// ReleaseSavepoint is "": SQL Server has no RELEASE, its savepoints end
-// with the transaction.
-func (holds) ReleaseSavepoint(string) string { return "" }
-
 // CreateTable creates the table, with its index inline, if OBJECT_ID does
 // not find it. Strings compare exactly in a binary collation.
 func (h holds) CreateTable(t sqldriver.HoldsTable) []string {

@@ -15,10 +15,6 @@ func (r reread) VersionRead(query string) string { return query + r.p.LatestRead
 // FenceRead is query.
 func (reread) FenceRead(query string) string { return query }
 
-// ReleaseSavepoint is "": SQL Server has no RELEASE; its savepoints end
-// with the transaction.
-func (reread) ReleaseSavepoint(string) string { return "" }
-
 // BatchLock is "": a savepoint.
 func (reread) BatchLock() string { return "" }
 
