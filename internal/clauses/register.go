@@ -52,7 +52,7 @@ func Register(db *gorm.DB, cfg Config) error {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
 	db.ClauseBuilders[clauseName] = r.forBuilder(db.ClauseBuilders[clauseName])
-	if r.target.d.Kind == dialects.SQLServer {
+	if r.target.hints {
 		// Only SQL Server puts locks in FROM, as table hints.
 		db.ClauseBuilders["FROM"] = r.fromBuilder(db.ClauseBuilders["FROM"])
 	}
@@ -103,7 +103,7 @@ func (r *registration) fromBuilder(prev clause.ClauseBuilder) clause.ClauseBuild
 	return func(c clause.Clause, b clause.Builder) {
 		if stmt, ok := b.(*gorm.Statement); ok && !writing(stmt) {
 			if l, ok := statementLock(stmt); ok {
-				renderFromSQLServer(r.target, c, stmt, l)
+				renderFromHinted(r.target, c, stmt, l)
 				return
 			}
 		}
@@ -150,7 +150,7 @@ func (r *registration) beforeQuery(db *gorm.DB) {
 		}
 		stmt.Settings.Store(writerLockedKey, true)
 	}
-	if r.target.d.Kind == dialects.SQLServer {
+	if r.target.hints {
 		stmt.Settings.Delete(hintedKey)
 		fc := stmt.Clauses["FROM"]
 		fc.Name = "FROM"
@@ -232,11 +232,11 @@ func (r *registration) afterQuery(db *gorm.DB) {
 	if !ok {
 		return
 	}
-	if l.skipLocked && r.target.d.Kind == dialects.SQLServer && dialects.IsReadPastRefused(db.Error) {
-		db.Error = fmt.Errorf("%w: %s on SQL Server needs the transaction at READ COMMITTED or REPEATABLE READ, and this one runs at another isolation level "+
-			"that refuses the READPAST hint (error 650, e.g. SERIALIZABLE or READ UNCOMMITTED); nothing was read or locked; begin the transaction with "+
-			"sql.TxOptions{Isolation: sql.LevelReadCommitted}, or lock without SkipLocked: %w", dialects.ErrUnsupported, l.describe(db.Statement), db.Error)
-		return
+	if l.skipLocked {
+		if err := r.target.rl.SkipLockedRefused(db.Error, l.describe(db.Statement)); err != nil {
+			db.Error = err
+			return
+		}
 	}
 	db.Error = r.target.d.WrapLockNotAvailable(db.Error)
 }

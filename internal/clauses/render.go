@@ -11,10 +11,11 @@ import (
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
-// hintedKey marks, in a statement's Settings, that the SQL Server FROM
-// builder placed the lock's table hints; the FOR builder refuses to finish
+// hintedKey marks, in a statement's Settings, that the FROM builder placed
+// the lock's table hints (SQL Server); the FOR builder refuses to finish
 // a locking query without that mark rather than send it unlocked.
 const hintedKey = "lockplugin:hinted"
 
@@ -84,8 +85,8 @@ func targetOf(stmt *gorm.Statement) *target {
 }
 
 // renderFor writes the whole FOR clause of l: "FOR UPDATE OF "t" NOWAIT",
-// "LOCK IN SHARE MODE", or nothing on SQL Server, whose hints the FROM
-// builder has written.
+// "LOCK IN SHARE MODE", or nothing where the lock is table hints (SQL
+// Server), which the FROM builder has written.
 func renderFor(t *target, b clause.Builder, l lock) {
 	stmt, ok := b.(*gorm.Statement)
 	if !ok {
@@ -105,8 +106,8 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		refuse(stmt, err)
 		return
 	}
-	if t.d.Kind == dialects.SQLServer || t.writerLock {
-		if t.d.Kind == dialects.SQLServer {
+	if t.hints || t.writerLock {
+		if t.hints {
 			if _, ok := stmt.Settings.Load(hintedKey); !ok {
 				refuse(stmt, fmt.Errorf("%w: the SQL Server table hints for %s were not written (was the FROM clause builder replaced?); refusing to send the query unlocked", ErrInvalidLock, l.describe(stmt)))
 				return
@@ -142,22 +143,22 @@ func renderFor(t *target, b clause.Builder, l lock) {
 		stmt.WriteByte(' ')
 		stmt.WriteString(t.keyword[dialects.SkipLocked])
 	}
-	if l.wait > 0 && t.d.LockWaitStyle() == dialects.WaitInline {
+	if l.wait > 0 && t.waitStyle == sqldriver.WaitInline {
 		stmt.WriteByte(' ')
-		stmt.WriteString(t.d.LockWaitSQL(l.wait))
+		stmt.WriteString(t.dr.LockWaitSQL(l.wait))
 	}
 }
 
-// renderFromSQLServer writes a FROM clause with the lock's table hints
-// after every table (and alias) in it and in its joins, or, with Of, after
-// the named ones only.
-func renderFromSQLServer(t *target, c clause.Clause, stmt *gorm.Statement, l lock) {
+// renderFromHinted writes a FROM clause with the lock's table hints after
+// every table (and alias) in it and in its joins, or, with Of, after the
+// named ones only: where the lock is table hints (SQL Server).
+func renderFromHinted(t *target, c clause.Clause, stmt *gorm.Statement, l lock) {
 	if err := t.check(stmt, l); err != nil {
 		refuse(stmt, err)
 		return
 	}
 	from, _ := c.Expression.(clause.From)
-	hint := t.sqlServerHint(l)
+	hint := t.tableHint(l)
 	stmt.WriteString("FROM ")
 	m := newTableMatcher(stmt, l.of)
 
@@ -353,13 +354,14 @@ func buildForFallback(c clause.Clause, b clause.Builder) {
 	c.Build(b)
 }
 
-// buildFromFallback is set as the Builder of a SQL Server statement's FROM
-// clause when it carries a lock, for the same reason as buildForFallback.
+// buildFromFallback is set as the Builder of a statement's FROM clause when
+// it carries a lock that is table hints (SQL Server), for the same reason
+// as buildForFallback.
 func buildFromFallback(c clause.Clause, b clause.Builder) {
 	if stmt, ok := b.(*gorm.Statement); ok && !writing(stmt) {
 		if l, ok := statementLock(stmt); ok {
-			if t := targetOf(stmt); t.d.Kind == dialects.SQLServer {
-				renderFromSQLServer(t, c, stmt, l)
+			if t := targetOf(stmt); t.hints {
+				renderFromHinted(t, c, stmt, l)
 				return
 			}
 		}

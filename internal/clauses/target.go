@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // lockFeatures are the dialects features a lock can need.
@@ -22,6 +24,13 @@ var lockFeatures = [...]dialects.Feature{
 // building a query does not scan the capability matrix again.
 type target struct {
 	d dialects.Dialect
+	// dr phrases the database's statements, and rl its row locks.
+	dr sqldriver.Driver
+	rl sqldriver.RowLock
+	// hints: the lock is table hints in FROM (rl.HintsInFrom).
+	hints bool
+	// waitStyle is how the database bounds a lock's wait.
+	waitStyle sqldriver.WaitStyle
 	// refusal holds the *dialects.UnsupportedError of each feature the
 	// database cannot do.
 	refusal map[dialects.Feature]*dialects.UnsupportedError
@@ -34,10 +43,21 @@ type target struct {
 }
 
 func newTarget(d dialects.Dialect, cfg Config) *target {
+	dr := drivers.For(d)
+	rl := dr.RowLock()
+	if rl == nil {
+		// A database lockplugin does not know: the matrix refuses every
+		// lock feature, and nothing is ever phrased.
+		rl = sqldriver.RowLockDefaults{}
+	}
 	t := &target{
-		d:       d,
-		refusal: make(map[dialects.Feature]*dialects.UnsupportedError, len(lockFeatures)),
-		keyword: make(map[dialects.Feature]string, len(lockFeatures)),
+		d:         d,
+		dr:        dr,
+		rl:        rl,
+		hints:     rl.HintsInFrom(),
+		waitStyle: dr.LockWaitStyle(),
+		refusal:   make(map[dialects.Feature]*dialects.UnsupportedError, len(lockFeatures)),
+		keyword:   make(map[dialects.Feature]string, len(lockFeatures)),
 	}
 	for _, f := range lockFeatures {
 		if err := d.Require(f); err != nil {
@@ -47,10 +67,10 @@ func newTarget(d dialects.Dialect, cfg Config) *target {
 			}
 			t.refusal[f] = ue
 		} else {
-			t.keyword[f] = d.LockClauseSQL(f)
+			t.keyword[f] = dr.LockClauseSQL(f)
 		}
 	}
-	if cfg.SQLiteWriterLock && d.Supports(dialects.WriterLock) {
+	if cfg.SQLiteWriterLock && d.Supports(dialects.WriterLock) && rl.WriterLock() != nil {
 		t.writerLock = true
 		// The writer lock is stronger than any row lock: NOWAIT is a
 		// busy timeout of 0 while it is taken, and SKIP LOCKED skips
@@ -69,8 +89,8 @@ func (t *target) require(f dialects.Feature, l lock, stmt *gorm.Statement) error
 	if ue := t.refusal[f]; ue != nil {
 		e := *ue
 		e.Feature = l.phrase(f, stmt)
-		if t.d.Kind == dialects.SQLite && (f == dialects.ForUpdate || f == dialects.ForShare) {
-			e.Reason = "SQLite has no row locks; lockplugin.New(lockplugin.SQLiteWriterLock()) makes such reads take the database's writer lock instead"
+		if reason := t.rl.StrengthRefusal(f); reason != "" {
+			e.Reason = reason
 		}
 		return &e
 	}
@@ -132,40 +152,33 @@ func (t *target) check(stmt *gorm.Statement, l lock) error {
 	if err := t.checkWait(stmt, l); err != nil {
 		return err
 	}
-	switch t.d.Kind {
-	case dialects.SQLite:
-		if t.writerLock && stmt != nil && stmt.DB.DryRun {
-			// A subquery is built in DryRun too: a lock there would be
-			// dropped without a trace, since the writer lock is taken by
-			// running a statement, not by SQL in the query.
-			return &dialects.UnsupportedError{
-				Dialect: t.d.String(), Feature: l.describe(stmt) + " in DryRun, ToSQL or a subquery",
-				Reason: "with SQLiteWriterLock the lock is the database's writer lock, taken by a statement sent before the query, so it cannot be part of SQL that is only rendered; lock in the outer query",
-			}
+	if t.writerLock && stmt != nil && stmt.DB.DryRun {
+		// A subquery is built in DryRun too: a lock there would be
+		// dropped without a trace, since the writer lock is taken by
+		// running a statement, not by SQL in the query.
+		return &dialects.UnsupportedError{
+			Dialect: t.d.String(), Feature: l.describe(stmt) + " in DryRun, ToSQL or a subquery",
+			Reason: "with SQLiteWriterLock the lock is the database's writer lock, taken by a statement sent before the query, so it cannot be part of SQL that is only rendered; lock in the outer query",
 		}
-	case dialects.SQLServer:
-		if l.strength == dialects.ForShare && l.skipLocked {
-			return &dialects.UnsupportedError{
-				Dialect: t.d.String(), Feature: "FOR SHARE SKIP LOCKED",
-				Reason: "lockplugin does not combine READPAST with the REPEATABLEREAD hint that FOR SHARE takes there: it is not run against a live server; use ForUpdate(SkipLocked)",
-			}
-		}
-	case dialects.Oracle:
-		if what := aggregated(stmt); what != "" {
-			return &dialects.UnsupportedError{
-				Dialect: t.d.String(), Feature: l.describe(stmt) + " on a query with " + what,
-				Reason: "ORA-01786: Oracle locks rows of a table, and DISTINCT, GROUP BY and aggregate functions (Count included) make rows that are not; lock the rows with a plain query first, then aggregate without a lock in the same transaction",
-			}
-		}
-		if hasRowLimit(stmt) {
-			return &dialects.UnsupportedError{
-				Dialect: t.d.String(), Feature: l.describe(stmt) + " with a row limit (First, Take, Last, Limit, Offset)",
-				Reason: "ORA-02014: Oracle cannot lock the rows of a FETCH FIRST/OFFSET query; select the keys first and lock them with WHERE id IN (...), or use Find without a limit",
-			}
-		}
+	}
+	if feature, reason := t.rl.Refusal(lockedQuery{l: l, stmt: stmt}); reason != "" {
+		return &dialects.UnsupportedError{Dialect: t.d.String(), Feature: feature, Reason: reason}
 	}
 	return nil
 }
+
+// lockedQuery is what the database's RowLock.Refusal may ask about l on
+// stmt.
+type lockedQuery struct {
+	l    lock
+	stmt *gorm.Statement
+}
+
+func (q lockedQuery) Strength() dialects.Feature { return q.l.strength }
+func (q lockedQuery) SkipLocked() bool           { return q.l.skipLocked }
+func (q lockedQuery) Describe() string           { return q.l.describe(q.stmt) }
+func (q lockedQuery) Aggregated() string         { return aggregated(q.stmt) }
+func (q lockedQuery) RowLimited() bool           { return q.stmt != nil && hasRowLimit(q.stmt) }
 
 // onlyTable returns the name by which the query's one table is known (its
 // alias, or its name), and false when the query reads more than one table
@@ -214,15 +227,15 @@ func hasRowLimit(stmt *gorm.Statement) bool {
 	return ok && ((lim.Limit != nil && *lim.Limit >= 0) || lim.Offset > 0)
 }
 
-// sqlServerHint returns the table hint for l, e.g.
-// " WITH (XLOCK, ROWLOCK, READPAST)".
-func (t *target) sqlServerHint(l lock) string {
-	h := " WITH (" + t.keyword[l.strength]
+// tableHint returns the table hint for l, e.g.
+// " WITH (XLOCK, ROWLOCK, READPAST)" on SQL Server.
+func (t *target) tableHint(l lock) string {
+	kw := []string{t.keyword[l.strength]}
 	if l.noWait {
-		h += ", " + t.keyword[dialects.NoWait]
+		kw = append(kw, t.keyword[dialects.NoWait])
 	}
 	if l.skipLocked {
-		h += ", " + t.keyword[dialects.SkipLocked]
+		kw = append(kw, t.keyword[dialects.SkipLocked])
 	}
-	return h + ")"
+	return t.rl.TableHint(kw)
 }

@@ -3,13 +3,13 @@ package clauses
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // waitAtMost is the option WaitAtMost returns.
@@ -75,7 +75,7 @@ func (t *target) checkWait(stmt *gorm.Statement, l lock) error {
 	if err := t.require(dialects.LockWait, l, stmt); err != nil {
 		return err
 	}
-	if t.d.LockWaitStyle() == dialects.WaitSetting && stmt != nil && stmt.DB != nil && stmt.DB.DryRun {
+	if t.waitStyle == sqldriver.WaitSetting && stmt != nil && stmt.DB != nil && stmt.DB.DryRun {
 		return &dialects.UnsupportedError{
 			Dialect: t.d.String(), Feature: l.describe(stmt) + " in DryRun, ToSQL or a subquery",
 			Reason: "on " + t.d.String() + " the bound is a setting changed by a statement sent before the query and restored after it, so it cannot be part of SQL that is only rendered; bound the wait in the outer query",
@@ -88,7 +88,7 @@ func (t *target) checkWait(stmt *gorm.Statement, l lock) error {
 // are still open when the setting would have to be restored, and the
 // connection cannot run the restore until the caller closes them.
 func (t *target) rowsOpen(stmt *gorm.Statement, l lock) error {
-	if l.wait <= 0 || t.d.LockWaitStyle() != dialects.WaitSetting {
+	if l.wait <= 0 || t.waitStyle != sqldriver.WaitSetting {
 		return nil
 	}
 	return &dialects.UnsupportedError{
@@ -101,12 +101,12 @@ func (t *target) rowsOpen(stmt *gorm.Statement, l lock) error {
 // back the setting a setting-style wait changed.
 const waitRestoreKey = "lockplugin:wait_restore"
 
-// setWait sends the statement that bounds the coming query's lock wait on
-// a WaitSetting database, and stores how to undo it. The previous value is
-// read in the same round trip, so nothing else runs between the read and
-// the change.
+// setWait sends the statements that bound the coming query's lock wait on
+// a WaitSetting database (the driver's WaitSetter says which), and stores
+// how to undo them: the previous values, read before the change, are put
+// back after the query.
 func (t *target) setWait(stmt *gorm.Statement, l lock) error {
-	if l.wait <= 0 || t.d.LockWaitStyle() != dialects.WaitSetting {
+	if l.wait <= 0 || t.waitStyle != sqldriver.WaitSetting {
 		return nil
 	}
 	pool := stmt.ConnPool
@@ -119,95 +119,67 @@ func (t *target) setWait(stmt *gorm.Statement, l lock) error {
 			Reason: "the bound is a setting that must be changed on the connection that runs the query, and only a transaction pins one; run it inside db.Transaction",
 		}
 	}
+	ws := t.rl.WaitSetter()
+	if ws == nil {
+		// The driver says the wait is a setting but has no statements
+		// for it: refuse rather than run the query unbounded.
+		return &dialects.UnsupportedError{
+			Dialect: t.d.String(), Feature: l.describe(stmt),
+			Reason: "lockplugin has no statement that bounds a lock wait on this database",
+		}
+	}
 	ctx := stmt.Context
-	// The restore must run even when the query's context ended (a
-	// deadline that fired during the wait): it gets a context of its own,
-	// bounded so that a dead connection cannot hang the caller.
-	restoreCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	where := func(doing, when string, b sqldriver.WaitBound) string {
+		return "lockplugin: " + doing + " " + when + " " + l.describe(stmt) + " on " + b.On
 	}
-	switch t.d.Kind {
-	case dialects.Postgres:
-		// set_config(..., true) is SET LOCAL: it ends with the transaction
-		// (or the savepoint) in any case. OFFSET 0 keeps the subquery a
-		// plan node of its own, so its row (the value before the change)
-		// is produced before the outer select list calls set_config.
-		var prev, now string
-		want := strconv.FormatInt(dialects.WaitMillis(l.wait), 10) + "ms"
-		if err := pool.QueryRowContext(ctx, pgSetLockTimeout, want).Scan(&prev, &now); err != nil {
-			return fmt.Errorf("lockplugin: setting lock_timeout for %s on PostgreSQL: %w", l.describe(stmt), err)
+	b := ws.Bound(l.wait)
+	vals := make([]string, b.Columns)
+	dest := make([]any, b.Columns)
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	if err := pool.QueryRowContext(ctx, b.Read.SQL, b.Read.Args...).Scan(dest...); err != nil {
+		return fmt.Errorf("%s: %w", where(b.ReadDoing, "for", b), err)
+	}
+	// The restore statement is made before the query, from the values
+	// read: a value it could not put back fails the query before it runs.
+	r, err := ws.Restore(vals[:b.Prev])
+	if err != nil {
+		return fmt.Errorf("%s: %w", where(b.ReadDoing, "for", b), err)
+	}
+	if b.Set.SQL != "" {
+		if _, err := pool.ExecContext(ctx, b.Set.SQL, b.Set.Args...); err != nil {
+			return fmt.Errorf("%s: %w", where(b.SetDoing, "for", b), err)
 		}
-		stmt.Settings.Store(waitRestoreKey, func(failed bool) error {
-			ctx, cancel := restoreCtx()
-			defer cancel()
+	}
+	stmt.Settings.Store(waitRestoreKey, func(failed bool) error {
+		// The restore must run even when the query's context ended (a
+		// deadline that fired during the wait): it gets a context of its
+		// own, bounded so that a dead connection cannot hang the caller.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+		defer cancel()
+		var err error
+		if r.Query {
 			var got string
-			if err := pool.QueryRowContext(ctx, pgRestoreLockTimeout, prev).Scan(&got); err != nil {
-				if failed {
-					// The query's error aborted the transaction (or the
-					// savepoint the caller rolls back to); the rollback
-					// restores the value, and nothing runs before it.
-					return nil
-				}
-				return fmt.Errorf("lockplugin: restoring lock_timeout to %q after %s on PostgreSQL: %w", prev, l.describe(stmt), err)
-			}
-			return nil
-		})
-	case dialects.MySQL:
-		// Both timeouts: innodb_lock_wait_timeout bounds the wait for an
-		// InnoDB row lock, lock_wait_timeout the wait for the table's
-		// metadata lock (an ALTER TABLE in progress), which MariaDB's WAIT
-		// n bounds too. They belong to the session, so they are put back
-		// whatever the query's outcome. Two statements: the MySQL driver
-		// sends one per round trip unless multiStatements is set.
-		var prevRow, prevMeta int64
-		if err := pool.QueryRowContext(ctx, myReadLockTimeouts).Scan(&prevRow, &prevMeta); err != nil {
-			return fmt.Errorf("lockplugin: reading innodb_lock_wait_timeout for %s on %s: %w", l.describe(stmt), t.d, err)
+			err = pool.QueryRowContext(ctx, r.SQL, r.Args...).Scan(&got)
+		} else {
+			_, err = pool.ExecContext(ctx, r.SQL, r.Args...)
 		}
-		secs := dialects.WaitSeconds(l.wait)
-		if _, err := pool.ExecContext(ctx, fmt.Sprintf(mySetLockTimeouts, secs, secs)); err != nil {
-			return fmt.Errorf("lockplugin: setting innodb_lock_wait_timeout for %s on %s: %w", l.describe(stmt), t.d, err)
-		}
-		stmt.Settings.Store(waitRestoreKey, func(bool) error {
-			ctx, cancel := restoreCtx()
-			defer cancel()
-			if _, err := pool.ExecContext(ctx, fmt.Sprintf(mySetLockTimeouts, prevRow, prevMeta)); err != nil {
-				return fmt.Errorf("lockplugin: restoring innodb_lock_wait_timeout to %d and lock_wait_timeout to %d after %s on %s (the connection keeps the bound): %w", prevRow, prevMeta, l.describe(stmt), t.d, err)
+		if err != nil {
+			if failed && r.RolledBack {
+				// The rollback that must follow the failed query puts
+				// the value back.
+				return nil
 			}
-			return nil
-		})
-	case dialects.SQLServer:
-		// LOCK_TIMEOUT belongs to the session, not the transaction: it must
-		// be put back whatever the query's outcome. The value is an
-		// integer lockplugin formats itself, never user text.
-		var prev int64
-		q := fmt.Sprintf(msSetLockTimeout, dialects.WaitMillis(l.wait))
-		if err := pool.QueryRowContext(ctx, q).Scan(&prev); err != nil {
-			return fmt.Errorf("lockplugin: setting LOCK_TIMEOUT for %s on SQL Server: %w", l.describe(stmt), err)
+			return fmt.Errorf("%s%s: %w", where(r.Doing, "after", b), r.Consequence, err)
 		}
-		stmt.Settings.Store(waitRestoreKey, func(bool) error {
-			ctx, cancel := restoreCtx()
-			defer cancel()
-			if _, err := pool.ExecContext(ctx, fmt.Sprintf(msRestoreLockTimeout, prev)); err != nil {
-				return fmt.Errorf("lockplugin: restoring LOCK_TIMEOUT to %d after %s on SQL Server (the connection keeps the bound until it is reset): %w", prev, l.describe(stmt), err)
-			}
-			return nil
-		})
-	}
+		return nil
+	})
 	return nil
 }
 
 // restoreTimeout bounds the statement that puts a lock timeout back.
 const restoreTimeout = 5 * time.Second
-
-// The statements around a setting-style wait, exact SQL (tests compare it).
-const (
-	pgSetLockTimeout     = "SELECT prev.v, set_config('lock_timeout', $1, true) FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS prev"
-	pgRestoreLockTimeout = "SELECT set_config('lock_timeout', $1, true)"
-	msSetLockTimeout     = "DECLARE @lockplugin_prev int = @@LOCK_TIMEOUT; SET LOCK_TIMEOUT %d; SELECT @lockplugin_prev"
-	msRestoreLockTimeout = "SET LOCK_TIMEOUT %d"
-	myReadLockTimeouts   = "SELECT @@SESSION.innodb_lock_wait_timeout, @@SESSION.lock_wait_timeout"
-	mySetLockTimeouts    = "SET SESSION innodb_lock_wait_timeout = %d, lock_wait_timeout = %d"
-)
 
 // restoreWait runs after the query: it puts back the setting setWait
 // changed. A failed restore fails the query, since later statements of

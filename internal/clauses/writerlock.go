@@ -15,12 +15,8 @@ import (
 
 // SQLite has no row locks, but one writer per database. With
 // Config.SQLiteWriterLock a locking read first takes that writer lock, by a
-// write that changes nothing: DELETE FROM the query's table WHERE 0. SQLite
-// takes the lock when a write statement starts, whether or not it matches a
-// row (holds does the same with UPDATE t SET k = k WHERE k = ?). From then
-// on until the transaction ends nobody else can write, and, in WAL mode,
-// the transaction's reads see the latest commit: a transaction whose read
-// snapshot is older cannot take the lock at all (SQLITE_BUSY_SNAPSHOT).
+// write that changes nothing (the driver's WriterLock().Take: DELETE FROM
+// the query's table WHERE 0; internal/drivers/sqlite says why it works).
 
 // writerLockTable matches a table expression that names one table, with an
 // optional schema and alias; group 1 is the table, as written.
@@ -35,7 +31,8 @@ func (t *target) takeWriterLock(stmt *gorm.Statement, l lock) error {
 	if err != nil {
 		return err
 	}
-	q := "DELETE FROM " + table + " WHERE 0"
+	wl := t.rl.WriterLock()
+	q := wl.Take(table)
 	ctx, pool := stmt.Context, stmt.ConnPool
 	if !l.noWait {
 		_, err := pool.ExecContext(ctx, q)
@@ -50,17 +47,17 @@ func (t *target) takeWriterLock(stmt *gorm.Statement, l lock) error {
 		}
 	}
 	var prev int
-	if err := pool.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&prev); err != nil {
+	if err := pool.QueryRowContext(ctx, wl.ReadBusyTimeout()).Scan(&prev); err != nil {
 		return err
 	}
-	if _, err := pool.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+	if _, err := pool.ExecContext(ctx, wl.SetBusyTimeout(0)); err != nil {
 		return err
 	}
 	_, err = pool.ExecContext(ctx, q)
 	// Put the timeout back even when ctx has ended: the connection goes
 	// back to the pool, and a timeout of 0 there would fail every later
 	// writer that has to wait.
-	_, restoreErr := pool.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.Itoa(prev))
+	_, restoreErr := pool.ExecContext(context.WithoutCancel(ctx), wl.SetBusyTimeout(prev))
 	if err != nil {
 		if dialects.IsRetryable(err) { // SQLITE_BUSY, BUSY_SNAPSHOT, LOCKED
 			return &dialects.LockNotAvailableError{Dialect: t.d.String(), Err: err}
