@@ -82,19 +82,8 @@ func TestUnknownDialectRefusesEverything(t *testing.T) {
 		dialects.NoWait, dialects.SkipLocked, dialects.LockOf,
 		dialects.AdvisoryLock, dialects.AdvisoryXactLock, dialects.CapacityHolds, dialects.LeaseTable,
 	} {
-		if d.Supports(f) || !errors.Is(d.Require(f), dialects.ErrUnsupported) || d.LockSQL(f) != "" {
+		if d.Supports(f) || !errors.Is(d.Require(f), dialects.ErrUnsupported) {
 			t.Errorf("unknown dialect: %s is not refused", f)
-		}
-	}
-	if d.NowMillisSQL() != "" {
-		t.Error("unknown dialect: NowMillisSQL must be empty")
-	}
-}
-
-func TestNowMillisSQL(t *testing.T) {
-	for _, name := range []string{"postgres", "mysql", "sqlserver", "oracle", "sqlite"} {
-		if dialects.New(name, "").NowMillisSQL() == "" {
-			t.Errorf("%s: no NowMillisSQL", name)
 		}
 	}
 }

@@ -232,35 +232,3 @@ func (d Dialect) String() string {
 // MariaDB, and TiDB (an Engine of Kind MySQL), which share a dialector and
 // most SQL.
 func (d Dialect) IsMySQLFamily() bool { return d.Kind == MySQL || d.Kind == MariaDB }
-
-// BindVar returns the placeholder of the n-th bind parameter (from 1) in
-// the database's own syntax, for statements sent to database/sql directly
-// rather than through GORM's builder: $n on PostgreSQL, @pn on SQL Server,
-// :n on Oracle, ? elsewhere.
-func (d Dialect) BindVar(n int) string {
-	switch d.Kind {
-	case Postgres:
-		return "$" + strconv.Itoa(n)
-	case SQLServer:
-		return "@p" + strconv.Itoa(n)
-	case Oracle:
-		return ":" + strconv.Itoa(n)
-	}
-	return "?"
-}
-
-// ReusesBindVars reports whether one numbered placeholder may stand for
-// the same value wherever it appears (PostgreSQL, SQL Server). Elsewhere
-// each occurrence is a parameter of its own: ? has no number, and Oracle
-// binds :n by position.
-func (d Dialect) ReusesBindVars() bool { return d.Kind == Postgres || d.Kind == SQLServer }
-
-// BigintBindVar is BindVar for a BIGINT value that the statement only
-// compares and adds: typed on PostgreSQL, which would otherwise infer
-// integer from a comparison with 0.
-func (d Dialect) BigintBindVar(n int) string {
-	if d.Kind == Postgres {
-		return "CAST(" + d.BindVar(n) + " AS BIGINT)"
-	}
-	return d.BindVar(n)
-}

@@ -19,16 +19,3 @@ func TestValidTableName(t *testing.T) {
 		}
 	}
 }
-
-func TestQuoteTable(t *testing.T) {
-	for _, c := range []struct{ dialect, version, name, want string }{
-		{"postgres", "", "billing.holds", `"billing"."holds"`},
-		{"mysql", "8.0.36", "billing.holds", "`billing`.`holds`"},
-		{"sqlserver", "", "dbo.holds", "[dbo].[holds]"},
-		{"sqlite", "", "holds", `"holds"`},
-	} {
-		if got := dialects.New(c.dialect, c.version).QuoteTable(c.name); got != c.want {
-			t.Errorf("%s QuoteTable(%q) = %s, want %s", c.dialect, c.name, got, c.want)
-		}
-	}
-}

@@ -1,10 +1,12 @@
-package dialects_test
+package drivers_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 func TestLockSQL(t *testing.T) {
@@ -31,7 +33,7 @@ func TestLockSQL(t *testing.T) {
 		{"oracle", "", dialects.ForShare, ""},
 		{"sqlite", "", dialects.ForUpdate, ""},
 	} {
-		if got := dialects.New(c.name, c.version).LockSQL(c.feature); got != c.want {
+		if got := drivers.For(dialects.New(c.name, c.version)).LockSQL(c.feature); got != c.want {
 			t.Errorf("%s %s LockSQL(%s) = %q, want %q", c.name, c.version, c.feature, got, c.want)
 		}
 	}
@@ -53,7 +55,7 @@ func TestLockClauseSQL(t *testing.T) {
 		{"postgres", dialects.ForShare, "FOR SHARE"},
 		{"oracle", dialects.ForShare, ""},
 	} {
-		if got := dialects.New(c.name, "").LockClauseSQL(c.feature); got != c.want {
+		if got := drivers.For(dialects.New(c.name, "")).LockClauseSQL(c.feature); got != c.want {
 			t.Errorf("%s LockClauseSQL(%s) = %q, want %q", c.name, c.feature, got, c.want)
 		}
 	}
@@ -67,7 +69,7 @@ func TestQuoteTableOracleSchema(t *testing.T) {
 		{"postgres", "app.leases", `"app"."leases"`},
 		{"sqlserver", "app.leases", "[app].[leases]"},
 	} {
-		if got := dialects.New(c.name, "").QuoteTable(c.in); got != c.want {
+		if got := drivers.For(dialects.New(c.name, "")).QuoteTable(c.in); got != c.want {
 			t.Errorf("%s QuoteTable(%q) = %s, want %s", c.name, c.in, got, c.want)
 		}
 	}
@@ -85,7 +87,7 @@ func TestWaitRounding(t *testing.T) {
 		{1500 * time.Microsecond, 1, 2},
 		{2 * time.Second, 2, 2000},
 	} {
-		if s, ms := dialects.WaitSeconds(c.d), dialects.WaitMillis(c.d); s != c.secs || ms != c.msec {
+		if s, ms := sqldriver.WaitSeconds(c.d), sqldriver.WaitMillis(c.d); s != c.secs || ms != c.msec {
 			t.Errorf("%v: %d s, %d ms; want %d s, %d ms", c.d, s, ms, c.secs, c.msec)
 		}
 	}
@@ -99,7 +101,7 @@ func TestWaitRounding(t *testing.T) {
 		{"sqlserver", "", ""},
 		{"sqlite", "", ""},
 	} {
-		if got := dialects.New(c.name, c.version).LockWaitSQL(300 * time.Millisecond); got != c.want {
+		if got := drivers.For(dialects.New(c.name, c.version)).LockWaitSQL(300 * time.Millisecond); got != c.want {
 			t.Errorf("%s %s LockWaitSQL(300ms) = %q, want %q", c.name, c.version, got, c.want)
 		}
 	}
@@ -115,8 +117,69 @@ func TestQuoteIdent(t *testing.T) {
 		{"oracle", "JOBS", `"JOBS"`},
 		{"sqlite", `x"`, `"x"""`},
 	} {
-		if got := dialects.New(c.name, "").QuoteIdent(c.in); got != c.want {
+		if got := drivers.For(dialects.New(c.name, "")).QuoteIdent(c.in); got != c.want {
 			t.Errorf("%s QuoteIdent(%q) = %s, want %s", c.name, c.in, got, c.want)
+		}
+	}
+}
+
+func TestBindVar(t *testing.T) {
+	for _, c := range []struct {
+		dialector   string
+		second, big string
+		reuses      bool
+	}{
+		{"postgres", "$2", "CAST($2 AS BIGINT)", true},
+		{"sqlserver", "@p2", "@p2", true},
+		{"oracle", ":2", ":2", false},
+		{"mysql", "?", "?", false},
+		{"sqlite", "?", "?", false},
+	} {
+		dd := dialects.New(c.dialector, "")
+		d := drivers.For(dd)
+		if got := d.BindVar(2); got != c.second {
+			t.Errorf("%s: BindVar(2) = %q, want %q", dd, got, c.second)
+		}
+		if got := d.BigintBindVar(2); got != c.big {
+			t.Errorf("%s: BigintBindVar(2) = %q, want %q", dd, got, c.big)
+		}
+		if got := d.ReusesBindVars(); got != c.reuses {
+			t.Errorf("%s: ReusesBindVars = %v, want %v", dd, got, c.reuses)
+		}
+	}
+}
+
+func TestQuoteTable(t *testing.T) {
+	for _, c := range []struct{ dialect, version, name, want string }{
+		{"postgres", "", "billing.holds", `"billing"."holds"`},
+		{"mysql", "8.0.36", "billing.holds", "`billing`.`holds`"},
+		{"sqlserver", "", "dbo.holds", "[dbo].[holds]"},
+		{"sqlite", "", "holds", `"holds"`},
+	} {
+		if got := drivers.For(dialects.New(c.dialect, c.version)).QuoteTable(c.name); got != c.want {
+			t.Errorf("%s QuoteTable(%q) = %s, want %s", c.dialect, c.name, got, c.want)
+		}
+	}
+}
+
+// TestUnknownDatabasePhrasesNoLock: a database lockplugin does not know
+// gets no lock phrase and no clock, never a guess.
+func TestUnknownDatabasePhrasesNoLock(t *testing.T) {
+	d := drivers.For(dialects.New("clickhouse", "24.1"))
+	for _, f := range lockFeatures {
+		if d.LockSQL(f) != "" {
+			t.Errorf("unknown database: %s phrased", f)
+		}
+	}
+	if d.NowMillis() != "" {
+		t.Error("unknown database: NowMillis must be empty")
+	}
+}
+
+func TestNowMillis(t *testing.T) {
+	for _, name := range []string{"postgres", "mysql", "sqlserver", "oracle", "sqlite"} {
+		if drivers.For(dialects.New(name, "")).NowMillis() == "" {
+			t.Errorf("%s: no NowMillis", name)
 		}
 	}
 }
