@@ -17,16 +17,15 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/clauses"
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // ErrInvalidClaim is returned by Claim for arguments no database could run:
 // n below 1, nothing to set, a column T does not have, a model without a
 // single-column primary key. Nothing was sent.
 var ErrInvalidClaim = errors.New("lockplugin: invalid claim")
-
-// claimAlias names the claimed keys in PostgreSQL's UPDATE ... FROM.
-const claimAlias = "lockplugin_claimed"
 
 // Claim claims up to n rows of T's table (or of the one db.Table names)
 // that match where, sets the
@@ -128,46 +127,44 @@ func Claim[T any](ctx context.Context, db *gorm.DB, n int, where clause.Expressi
 	}
 	c.checkIndex(base)
 	inTx := plugin.InTransaction(base.Statement.ConnPool)
-	switch c.d.Kind {
-	case dialects.Postgres, dialects.SQLite, dialects.SQLServer:
-		if inTx {
-			// The caller's transaction is pinned to its connection, and
-			// whatever happens to it is the caller's COMMIT to learn.
-			out, _, err := claimOne[T](ctx, base, base.Statement.ConnPool, c)
-			return out, err
-		}
-		// A connection of its own, not the pool: database/sql retries a
-		// statement on a new connection when the driver says the first
-		// was bad (driver.ErrBadConn), and some drivers say so after the
-		// server ran it. A retried claim takes a second batch and hands
-		// back only that one.
-		pool, cp := claimPool(ctx, base)
-		if pool == nil {
-			// A ConnPool of the caller's own making (neither a *sql.DB
-			// nor a gorm.GetDBConnector): its connections are its own
-			// to manage, and the statement goes through it.
-			out, sent, err := claimOne[T](ctx, base, cp, c)
-			if err != nil && sent {
-				return nil, c.unknown(err)
-			}
-			return out, err
-		}
-		conn, err := pool.Conn(ctx)
-		if err != nil {
-			return nil, err // no connection: nothing was sent
-		}
-		defer conn.Close()
-		out, sent, err := claimOne[T](ctx, base, conn, c)
-		if err != nil && sent {
-			return nil, c.unknown(err)
-		}
-		return out, err
-	default:
+	if !c.cl.OneStatement() {
 		if inTx {
 			return claimLocked[T](base, c)
 		}
 		return claimInTx[T](ctx, base, c)
 	}
+	if inTx {
+		// The caller's transaction is pinned to its connection, and
+		// whatever happens to it is the caller's COMMIT to learn.
+		out, _, err := claimOne[T](ctx, base, base.Statement.ConnPool, c)
+		return out, err
+	}
+	// A connection of its own, not the pool: database/sql retries a
+	// statement on a new connection when the driver says the first
+	// was bad (driver.ErrBadConn), and some drivers say so after the
+	// server ran it. A retried claim takes a second batch and hands
+	// back only that one.
+	pool, cp := claimPool(ctx, base)
+	if pool == nil {
+		// A ConnPool of the caller's own making (neither a *sql.DB
+		// nor a gorm.GetDBConnector): its connections are its own
+		// to manage, and the statement goes through it.
+		out, sent, err := claimOne[T](ctx, base, cp, c)
+		if err != nil && sent {
+			return nil, c.unknown(err)
+		}
+		return out, err
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err // no connection: nothing was sent
+	}
+	defer conn.Close()
+	out, sent, err := claimOne[T](ctx, base, conn, c)
+	if err != nil && sent {
+		return nil, c.unknown(err)
+	}
+	return out, err
 }
 
 // ErrClaimOutcomeUnknown is wrapped by the error Claim returns when its
@@ -289,18 +286,16 @@ func newElem[T any]() *T {
 // (nothing was claimed then).
 const claimAttempts = 5
 
-// claimInTx runs the locking claim in a transaction of its own. On the
-// MySQL family it runs at READ COMMITTED: at InnoDB's default REPEATABLE
-// READ the locking read takes next-key locks on the index gaps, the UPDATE
-// moves each row's index entry (state changes) into a gap another claimer
-// holds, and concurrent claimers deadlock (error 1213) on most claims. At
-// READ COMMITTED the read locks the rows only. A deadlock or lock wait
+// claimInTx runs the locking claim in a transaction of its own, at the
+// isolation level the database's claim asks for (READ COMMITTED on the
+// MySQL family, where REPEATABLE READ's gap locks deadlock concurrent
+// claimers: see internal/drivers/mysql/claim.go). A deadlock or lock wait
 // timeout that still ends a try before its COMMIT is retried here: nothing
 // was committed.
 func claimInTx[T any](ctx context.Context, base *gorm.DB, c *claim) ([]T, error) {
 	var opts *sql.TxOptions
-	if c.d.IsMySQLFamily() {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	if iso := c.cl.Isolation(); iso != sql.LevelDefault {
+		opts = &sql.TxOptions{Isolation: iso}
 	}
 	for attempt := 1; ; attempt++ {
 		// A transaction holds one connection: database/sql never re-sends
@@ -344,6 +339,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // claim is one Claim call's validated arguments.
 type claim struct {
 	d         dialects.Dialect
+	dr        sqldriver.Driver // d's
+	cl        sqldriver.Claim  // d's claim
 	sch       *schema.Schema
 	tableName string
 	table     string // quoted
@@ -407,6 +404,12 @@ func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, 
 	if err := c.d.Require(dialects.QueueClaim); err != nil {
 		return nil, err
 	}
+	c.dr = drivers.For(c.d)
+	if c.cl = c.dr.Claim(); c.cl == nil {
+		// The capability matrix allowed a claim that the database's
+		// driver cannot phrase: a missing driver, refused as unsupported.
+		return nil, fmt.Errorf("%w: Claim on %s: no claim statements for this database", ErrUnsupported, c.d)
+	}
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n is %d; claim at least 1 row", ErrInvalidClaim, n)
 	}
@@ -441,7 +444,7 @@ func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, 
 	if !dialects.ValidTableName(c.tableName, 128) {
 		return nil, fmt.Errorf("%w: table name %q of %s is not a plain identifier (letters, digits, _, with an optional schema)", ErrInvalidClaim, c.tableName, c.sch.Name)
 	}
-	c.table = c.d.QuoteTable(c.tableName)
+	c.table = c.dr.QuoteTable(c.tableName)
 	if err := validColumn(c.key.DBName); err != nil {
 		return nil, err
 	}
@@ -478,7 +481,7 @@ func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, 
 		// As a bind value a clause.Where would write its own WHERE.
 		c.where = clause.And(w.Exprs...)
 	}
-	if c.d.Kind == dialects.Postgres || c.d.Kind == dialects.SQLite || c.d.Kind == dialects.SQLServer {
+	if c.cl.OneStatement() {
 		// The one-statement claims are Raw SQL, which GORM sends as
 		// written: add the conditions GORM would add to a query of T
 		// (gorm.DeletedAt's "deleted_at IS NULL") by hand.
@@ -519,59 +522,22 @@ func validColumn(name string) error {
 	return nil
 }
 
-// statement returns the one-statement claim of PostgreSQL, SQLite or SQL
-// Server, with "?" for GORM to bind each value (and build each expression)
-// in the database's own style.
+// statement returns the one-statement claim (PostgreSQL, SQLite, SQL
+// Server), with "?" for GORM to bind each value (and build each
+// expression) in the database's own style.
 func (c *claim) statement() (string, []any) {
-	q := c.d.QuoteIdent
-	key := q(c.key.DBName)
-	var b strings.Builder
-	vars := make([]any, 0, len(c.values)+2)
-	set := func() {
-		b.WriteString(" SET ")
-		for i, f := range c.cols {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(q(f.DBName))
-			b.WriteString("=?")
-			vars = append(vars, c.values[i])
-		}
+	q := c.dr.QuoteIdent
+	u := sqldriver.ClaimUpdate{Table: c.table, Key: q(c.key.DBName), Values: c.values, Where: c.where, N: c.n}
+	u.Cols = make([]string, len(c.cols))
+	for i, f := range c.cols {
+		u.Cols[i] = q(f.DBName)
 	}
-	where := func() {
-		if c.where != nil {
-			b.WriteString(" WHERE (?)")
-			vars = append(vars, c.where)
-		}
-	}
-	switch c.d.Kind {
-	case dialects.Postgres:
-		b.WriteString("UPDATE " + c.table)
-		set()
-		b.WriteString(" FROM (SELECT " + key + " FROM " + c.table)
-		where()
-		b.WriteString(" ORDER BY " + key + " LIMIT ? FOR UPDATE SKIP LOCKED) AS " + q(claimAlias))
-		vars = append(vars, c.n)
-		b.WriteString(" WHERE " + c.table + "." + key + " = " + q(claimAlias) + "." + key + " RETURNING " + c.table + ".*")
-	case dialects.SQLite:
-		b.WriteString("UPDATE " + c.table)
-		set()
-		b.WriteString(" WHERE " + key + " IN (SELECT " + key + " FROM " + c.table)
-		where()
-		b.WriteString(" ORDER BY " + key + " LIMIT ?) RETURNING *")
-		vars = append(vars, c.n)
-	case dialects.SQLServer:
-		b.WriteString("UPDATE TOP (?) " + c.table + " WITH (UPDLOCK, READPAST, ROWLOCK)")
-		vars = append(vars, c.n)
-		set()
-		b.WriteString(" OUTPUT INSERTED.*")
-		where()
-	}
-	return b.String(), vars
+	return c.cl.Update(u)
 }
 
-// claimLocked is the claim of the MySQL family and Oracle, inside tx: lock
-// up to n matching rows no one else holds, then update them by key.
+// claimLocked is the claim of the databases without a one-statement claim
+// (the MySQL family, Oracle), inside tx: lock up to n matching rows no one
+// else holds, then update them by key.
 func claimLocked[T any](tx *gorm.DB, c *claim) ([]T, error) {
 	keyCol := clause.Column{Name: c.key.DBName}
 	q := tx.Table(c.tableName).Model(new(T)).Clauses(clauses.ForUpdate(clauses.SkipLocked))
@@ -579,10 +545,9 @@ func claimLocked[T any](tx *gorm.DB, c *claim) ([]T, error) {
 		q = q.Where(c.where)
 	}
 	var out []T
-	if c.d.Kind == dialects.Oracle {
-		// ORA-02014: no FOR UPDATE with a row limit. Read n rows of the
-		// cursor; with SKIP LOCKED Oracle locks rows as they are fetched.
-		// No ORDER BY: sorting would lock every matching row first.
+	if c.cl.CursorRead() {
+		// No row limit on a locking read here (Oracle's ORA-02014): read
+		// n rows of the cursor, unordered (see the driver's CursorRead).
 		rows, err := q.Rows()
 		if err != nil {
 			return nil, err

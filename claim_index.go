@@ -12,7 +12,9 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 	"github.com/lockplugin/lockplugin/observe"
 )
 
@@ -59,7 +61,7 @@ func (c *claim) checkIndex(db *gorm.DB) {
 	if !ok || len(cols) == 0 {
 		return // a raw condition (gorm.Expr): no columns to go by
 	}
-	leading, err := leadingIndexColumns(db.Statement.Context, sqlDB, c.d, c.tableName)
+	leading, err := leadingIndexColumns(db.Statement.Context, sqlDB, c.cl, c.tableName)
 	if err != nil || leading == nil {
 		return
 	}
@@ -72,7 +74,7 @@ func (c *claim) checkIndex(db *gorm.DB) {
 	sort.Strings(cols)
 	o.Observe(observe.Event{Mechanism: observe.Claim, Kind: observe.Warning, Name: c.tableName,
 		Err: fmt.Errorf("lockplugin: Claim on %s table %s: no index starts with a column of the claim's condition (%s), so each claim scans the table from its first row (on a drained queue, every finished job; InnoDB locks each row it reads); fix: %s",
-			c.d, c.tableName, strings.Join(cols, ", "), ClaimIndexAdvice(c.d.Kind, c.tableName, cols[0], c.key.DBName))})
+			c.d, c.tableName, strings.Join(cols, ", "), claimIndexAdvice(c.cl, c.tableName, cols[0], c.key.DBName))})
 }
 
 // ClaimIndexAdvice returns the index statement that serves a claim of
@@ -80,13 +82,17 @@ func (c *claim) checkIndex(db *gorm.DB) {
 // are taken in key order: the one the README's "Claiming work" section
 // leads with, and the fix that Claim's warning and lockcheck doctor print.
 func ClaimIndexAdvice(kind dialects.Kind, table, column, key string) string {
+	return claimIndexAdvice(drivers.For(dialects.Dialect{Kind: kind}).Claim(), table, column, key)
+}
+
+// claimIndexAdvice is ClaimIndexAdvice in cl's words: the plain CREATE
+// INDEX where cl is nil (a database that cannot claim).
+func claimIndexAdvice(cl sqldriver.Claim, table, column, key string) string {
 	idx := "idx_" + strings.ReplaceAll(table, ".", "_") + "_" + column + "_" + key
-	if kind == dialects.Postgres {
-		// A partial index holds only the claimable rows: a drained queue
-		// costs it nothing.
-		return fmt.Sprintf("CREATE INDEX %s ON %s (%s, %s) (or a partial index: ... (%s) WHERE %s = 'queued')", idx, table, column, key, key, column)
+	if cl == nil {
+		return sqldriver.ClaimIndex(idx, table, column, key)
 	}
-	return fmt.Sprintf("CREATE INDEX %s ON %s (%s, %s)", idx, table, column, key)
+	return cl.IndexAdvice(idx, table, column, key)
 }
 
 // whereColumns lists the columns that where compares, and false when
@@ -142,23 +148,9 @@ func whereColumns(where clause.Expression, cols []string) ([]string, bool) {
 // leadingIndexColumns returns the first column of each index of table
 // (lower case), read from the catalog on db's pool; nil where lockplugin
 // does not read this database's catalog.
-func leadingIndexColumns(ctx context.Context, sqlDB *sql.DB, d dialects.Dialect, table string) (map[string]bool, error) {
-	var q string
-	args := []any{table}
-	switch {
-	case d.Kind == dialects.Postgres:
-		q = "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE i.indrelid = to_regclass($1)"
-		args = []any{d.QuoteTable(table)}
-	case d.IsMySQLFamily():
-		schema, name := "", table
-		if i := strings.IndexByte(table, '.'); i >= 0 {
-			schema, name = table[:i], table[i+1:]
-		}
-		q = "SELECT column_name FROM information_schema.statistics WHERE table_schema = COALESCE(NULLIF(?, ''), DATABASE()) AND table_name = ? AND seq_in_index = 1"
-		args = []any{schema, name}
-	case d.Kind == dialects.SQLite:
-		q = "SELECT ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii WHERE ii.seqno = 0"
-	default:
+func leadingIndexColumns(ctx context.Context, sqlDB *sql.DB, cl sqldriver.Claim, table string) (map[string]bool, error) {
+	q, args := cl.LeadingIndexColumns(table)
+	if q == "" {
 		return nil, nil
 	}
 	rows, err := sqlDB.QueryContext(ctx, q, args...)
