@@ -70,10 +70,12 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 	v := values{name: key(l.Name()), owner: l.Owner()}
 	ctx := tx.Statement.Context
 	pool := tx.Statement.ConnPool
+	st, write, err := guardStmt(s.d, s.quoted)
+	if err != nil {
+		return err
+	}
 	var held bool
-	switch s.d.Kind {
-	case dialects.SQLite:
-		st := renderOne(s.d, s.quoted, sqliteGuard)
+	if write {
 		res, err := pool.ExecContext(ctx, st.SQL, st.bind(v)...)
 		if err != nil {
 			return s.wrap("guard", err)
@@ -83,12 +85,7 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 			return s.wrap("guard", err)
 		}
 		held = n == 1
-	case dialects.Postgres, dialects.MySQL, dialects.MariaDB:
-		lock := s.d.LockSQL(dialects.ForShare)
-		if !s.d.Supports(dialects.ForShare) {
-			lock = s.d.LockSQL(dialects.ForUpdate) // TiDB, which refuses shared locks
-		}
-		st := renderOne(s.d, s.quoted, guardHeld+" "+lock)
+	} else {
 		rows, err := pool.QueryContext(ctx, st.SQL, st.bind(v)...)
 		if err != nil {
 			return s.wrap("guard", err)
@@ -98,11 +95,26 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 		if err := rows.Err(); err != nil {
 			return s.wrap("guard", err)
 		}
-	default:
-		return &dialects.UnsupportedError{Dialect: s.d.String(), Feature: "lease-guarded transaction", Reason: "not yet tested there; use fenced writes"}
 	}
 	if !held {
 		return fmt.Errorf("sqlstore: guarding a transaction under %q: %w: the table shows it released, expired or taken over; roll back", l.Name(), lease.ErrLeaseLost)
 	}
 	return nil
+}
+
+// guardStmt is Guard's statement on d: a write that changes nothing and
+// matches the row while owner holds it (write), or a locking read that
+// returns it then.
+func guardStmt(d dialects.Dialect, table string) (st stmt, write bool, err error) {
+	switch d.Kind {
+	case dialects.SQLite:
+		return renderOne(d, table, sqliteGuard), true, nil
+	case dialects.Postgres, dialects.MySQL, dialects.MariaDB:
+		lock := d.LockSQL(dialects.ForShare)
+		if !d.Supports(dialects.ForShare) {
+			lock = d.LockSQL(dialects.ForUpdate) // TiDB, which refuses shared locks
+		}
+		return renderOne(d, table, guardHeld+" "+lock), false, nil
+	}
+	return stmt{}, false, &dialects.UnsupportedError{Dialect: d.String(), Feature: "lease-guarded transaction", Reason: "not yet tested there; use fenced writes"}
 }

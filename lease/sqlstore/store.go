@@ -191,7 +191,7 @@ func (s *Store) createTable(ctx context.Context, ddl string) error {
 // tableReadable reports whether the lease table exists with the store's
 // columns.
 func (s *Store) tableReadable(ctx context.Context) bool {
-	rows, err := s.pool.QueryContext(ctx, "SELECT lock_name, owner, expires_at, fence FROM "+s.quoted+" WHERE 1 = 0")
+	rows, err := s.pool.QueryContext(ctx, tableReadableSQL(s.quoted))
 	if err != nil {
 		return false
 	}
@@ -201,9 +201,18 @@ func (s *Store) tableReadable(ctx context.Context) bool {
 	return rows.Err() == nil
 }
 
+// tableReadableSQL reads no row of the table, and fails unless it has the
+// store's columns.
+func tableReadableSQL(table string) string {
+	return "SELECT lock_name, owner, expires_at, fence FROM " + table + " WHERE 1 = 0"
+}
+
+// sqliteVersionSQL reads SQLite's version.
+const sqliteVersionSQL = "SELECT sqlite_version()"
+
 func (s *Store) checkSQLiteVersion(ctx context.Context) error {
 	var v string
-	if err := s.pool.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v); err != nil {
+	if err := s.pool.QueryRowContext(ctx, sqliteVersionSQL).Scan(&v); err != nil {
 		return fmt.Errorf("sqlstore: reading the SQLite version: %w", err)
 	}
 	if !dialects.New("sqlite", v).AtLeast(3, 35, 0) {

@@ -44,6 +44,9 @@ const (
 	tidbHeld = `SELECT 1 FROM {t} WHERE ` + heldTmpl + ` FOR UPDATE`
 )
 
+// tidbBegin begins inTx's transaction on a pinned connection.
+const tidbBegin = "BEGIN PESSIMISTIC"
+
 // tidbStatements are the statements of the TiDB transactions.
 type tidbStatements struct {
 	read, take, renew, insert, fence, held stmt
@@ -75,7 +78,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx txQuerier) error) error {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN PESSIMISTIC"); err != nil {
+	if _, err := conn.ExecContext(ctx, tidbBegin); err != nil {
 		discard(conn)
 		return err
 	}

@@ -1,0 +1,79 @@
+package sqlstore
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/goldenfile"
+)
+
+// TestLeaseTableGolden renders every statement the table store sends, with
+// the order of its bind parameters, on every database:
+// internal/drivers/<database>/testdata/leasetable.golden.
+func TestLeaseTableGolden(t *testing.T) {
+	goldenfile.Check(t, "leasetable", func(d dialects.Dialect, p *goldenfile.Page) {
+		table, err := quoteTable(d, DefaultTable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := render(d, table)
+		if err != nil {
+			return // not supported: an empty page
+		}
+		ddl, err := createTableSQL(d, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Add("create table", ddl)
+		qualified, err := quoteTable(d, "app.leases")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ddl, err = createTableSQL(d, qualified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Add("create table app.leases", ddl)
+		addStmt(p, "acquire", st.acquire)
+		addStmt(p, "release", st.release)
+		addStmt(p, "refresh", st.refresh)
+		if x := st.tidb; x != nil {
+			p.Add("transaction begin", tidbBegin)
+			addStmt(p, "transaction read", x.read)
+			addStmt(p, "transaction take", x.take)
+			addStmt(p, "transaction renew", x.renew)
+			addStmt(p, "transaction insert", x.insert)
+			addStmt(p, "transaction fence", x.fence)
+			addStmt(p, "transaction held", x.held)
+		}
+		if g, write, err := guardStmt(d, table); err != nil {
+			p.Add("guard", "")
+		} else {
+			if write {
+				p.Add("guard style", "write that changes nothing")
+			} else {
+				p.Add("guard style", "locking read")
+			}
+			addStmt(p, "guard", g)
+		}
+		addStmt(p, "holder", renderOne(d, table, holderTmpl))
+		addStmt(p, "force release", renderOne(d, table, forceReleaseTmpl))
+		p.Add("leases", leasesSQL(d, table))
+		p.Add("table readable", tableReadableSQL(table))
+		if d.Kind == dialects.SQLite {
+			p.Add("version", sqliteVersionSQL)
+		}
+	})
+}
+
+// addStmt records a statement and what its bind parameters carry, in
+// order.
+func addStmt(p *goldenfile.Page, name string, st stmt) {
+	p.Add(name, st.SQL)
+	args := make([]string, len(st.args))
+	for i, a := range st.args {
+		args[i] = [...]string{argName: "name", argOwner: "owner", argTTL: "ttl", argFence: "fence (out)"}[a]
+	}
+	p.Add(name+" binds", strings.Join(args, ", "))
+}
