@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/goldenfile"
 )
 
@@ -38,8 +39,8 @@ func TestLeaseTableGolden(t *testing.T) {
 		addStmt(p, "acquire", st.acquire)
 		addStmt(p, "release", st.release)
 		addStmt(p, "refresh", st.refresh)
-		if x := st.tidb; x != nil {
-			p.Add("transaction begin", tidbBegin)
+		if x := st.tx; x != nil {
+			p.Add("transaction begin", x.begin)
 			addStmt(p, "transaction read", x.read)
 			addStmt(p, "transaction take", x.take)
 			addStmt(p, "transaction renew", x.renew)
@@ -47,22 +48,23 @@ func TestLeaseTableGolden(t *testing.T) {
 			addStmt(p, "transaction fence", x.fence)
 			addStmt(p, "transaction held", x.held)
 		}
-		if g, write, err := guardStmt(d, table); err != nil {
+		if st.noGuard {
 			p.Add("guard", "")
 		} else {
-			if write {
+			if st.guardWrite {
 				p.Add("guard style", "write that changes nothing")
 			} else {
 				p.Add("guard style", "locking read")
 			}
-			addStmt(p, "guard", g)
+			addStmt(p, "guard", st.guard)
 		}
-		addStmt(p, "holder", renderOne(d, table, holderTmpl))
-		addStmt(p, "force release", renderOne(d, table, forceReleaseTmpl))
-		p.Add("leases", leasesSQL(d, table))
+		dr := drivers.For(d)
+		addStmt(p, "holder", renderOne(dr, table, holderTmpl))
+		addStmt(p, "force release", renderOne(dr, table, forceReleaseTmpl))
+		p.Add("leases", leasesSQL(dr, table))
 		p.Add("table readable", tableReadableSQL(table))
-		if d.Kind == dialects.SQLite {
-			p.Add("version", sqliteVersionSQL)
+		if query, check := dr.LeaseTable().VersionCheck(); check != nil {
+			p.Add("version", query)
 		}
 	})
 }

@@ -11,13 +11,6 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// guardHeld matches the lease row while owner holds it, by the database's
-// clock.
-const guardHeld = `SELECT 1 FROM {t} WHERE ` + heldTmpl
-
-// sqliteGuard takes SQLite's writer lock by a write that changes nothing.
-const sqliteGuard = `UPDATE {t} SET fence = fence WHERE ` + heldTmpl
-
 // Guard makes a transaction commit only while l is still held: inside tx
 // (on the database of the store's table) it checks that l's row names l's
 // owner and has not expired by the DATABASE's clock, and locks the row
@@ -70,12 +63,12 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 	v := values{name: key(l.Name()), owner: l.Owner()}
 	ctx := tx.Statement.Context
 	pool := tx.Statement.ConnPool
-	st, write, err := guardStmt(s.d, s.quoted)
-	if err != nil {
-		return err
+	if s.stmts.noGuard {
+		return &dialects.UnsupportedError{Dialect: s.d.String(), Feature: "lease-guarded transaction", Reason: "not yet tested there; use fenced writes"}
 	}
+	st := s.stmts.guard
 	var held bool
-	if write {
+	if s.stmts.guardWrite {
 		res, err := pool.ExecContext(ctx, st.SQL, st.bind(v)...)
 		if err != nil {
 			return s.wrap("guard", err)
@@ -100,21 +93,4 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 		return fmt.Errorf("sqlstore: guarding a transaction under %q: %w: the table shows it released, expired or taken over; roll back", l.Name(), lease.ErrLeaseLost)
 	}
 	return nil
-}
-
-// guardStmt is Guard's statement on d: a write that changes nothing and
-// matches the row while owner holds it (write), or a locking read that
-// returns it then.
-func guardStmt(d dialects.Dialect, table string) (st stmt, write bool, err error) {
-	switch d.Kind {
-	case dialects.SQLite:
-		return renderOne(d, table, sqliteGuard), true, nil
-	case dialects.Postgres, dialects.MySQL, dialects.MariaDB:
-		lock := d.LockSQL(dialects.ForShare)
-		if !d.Supports(dialects.ForShare) {
-			lock = d.LockSQL(dialects.ForUpdate) // TiDB, which refuses shared locks
-		}
-		return renderOne(d, table, guardHeld+" "+lock), false, nil
-	}
-	return stmt{}, false, &dialects.UnsupportedError{Dialect: d.String(), Feature: "lease-guarded transaction", Reason: "not yet tested there; use fenced writes"}
 }

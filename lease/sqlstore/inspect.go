@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // Entry is one lease held in the table, as Leases reads it.
@@ -35,7 +35,7 @@ func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.QueryContext(ctx, leasesSQL(s.d, s.quoted))
+	rows, err := s.pool.QueryContext(ctx, leasesSQL(s.dr, s.quoted))
 	if err != nil {
 		return nil, s.wrap("listing leases", err)
 	}
@@ -60,9 +60,9 @@ func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
 
 // leasesSQL lists the leases held now, by the database clock, in name
 // order.
-func leasesSQL(d dialects.Dialect, table string) string {
+func leasesSQL(p sqldriver.Phrasing, table string) string {
 	return "SELECT lock_name, owner, expires_at, fence FROM " + table +
-		" WHERE expires_at = 0 OR expires_at > " + d.NowMillisSQL() + " ORDER BY lock_name"
+		" WHERE expires_at = 0 OR expires_at > " + p.NowMillis() + " ORDER BY lock_name"
 }
 
 // forceReleaseTmpl ends a held lease whoever holds it, and bumps its
@@ -89,7 +89,7 @@ func (s *Store) ForceRelease(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	defer cancel()
-	st := renderOne(s.d, s.quoted, forceReleaseTmpl)
+	st := renderOne(s.dr, s.quoted, forceReleaseTmpl)
 	res, err := s.exec(ctx, st.SQL, st.bind(values{name: key(name)}))
 	if err != nil {
 		return false, s.wrap("force-release", err)
