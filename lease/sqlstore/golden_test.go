@@ -1,12 +1,14 @@
 package sqlstore
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/goldenfile"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // TestLeaseTableGolden renders every statement the table store sends, with
@@ -37,8 +39,19 @@ func TestLeaseTableGolden(t *testing.T) {
 		}
 		p.Add("create table app.leases", ddl)
 		addStmt(p, "acquire", st.acquire)
+		if st.tx != nil {
+			p.Add("acquire fence from", "transaction fence (the acquire above is not sent)")
+		} else {
+			p.Add("acquire fence from", replies[st.acquireReply])
+		}
 		addStmt(p, "release", st.release)
 		addStmt(p, "refresh", st.refresh)
+		if st.tx != nil {
+			p.Add("release and refresh held if", "transaction held returned a row")
+		} else {
+			p.Add("release and refresh held if", replies[st.updateReply])
+		}
+		p.Add("deadlock and serialisation failures retried", strconv.FormatBool(st.retries))
 		if x := st.tx; x != nil {
 			p.Add("transaction begin", x.begin)
 			addStmt(p, "transaction read", x.read)
@@ -67,6 +80,14 @@ func TestLeaseTableGolden(t *testing.T) {
 			p.Add("version", query)
 		}
 	})
+}
+
+// replies say in words how a statement's answer comes back.
+var replies = map[sqldriver.LeaseReply]string{
+	sqldriver.LeaseRow:          "a result row (none when refused)",
+	sqldriver.LeaseInsertID:     "the insert id (0 when refused or not held)",
+	sqldriver.LeaseOut:          "the OUT parameter (0 when refused)",
+	sqldriver.LeaseRowsAffected: "the count of rows matched",
 }
 
 // addStmt records a statement and what its bind parameters carry, in
