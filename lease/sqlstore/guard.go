@@ -11,13 +11,6 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 )
 
-// guardHeld matches the lease row while owner holds it, by the database's
-// clock.
-const guardHeld = `SELECT 1 FROM {t} WHERE ` + heldTmpl
-
-// sqliteGuard takes SQLite's writer lock by a write that changes nothing.
-const sqliteGuard = `UPDATE {t} SET fence = fence WHERE ` + heldTmpl
-
 // Guard makes a transaction commit only while l is still held: inside tx
 // (on the database of the store's table) it checks that l's row names l's
 // owner and has not expired by the DATABASE's clock, and locks the row
@@ -70,10 +63,12 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 	v := values{name: key(l.Name()), owner: l.Owner()}
 	ctx := tx.Statement.Context
 	pool := tx.Statement.ConnPool
+	if s.stmts.noGuard {
+		return &dialects.UnsupportedError{Dialect: s.d.String(), Feature: "lease-guarded transaction", Reason: "not yet tested there; use fenced writes"}
+	}
+	st := s.stmts.guard
 	var held bool
-	switch s.d.Kind {
-	case dialects.SQLite:
-		st := renderOne(s.d, s.quoted, sqliteGuard)
+	if s.stmts.guardWrite {
 		res, err := pool.ExecContext(ctx, st.SQL, st.bind(v)...)
 		if err != nil {
 			return s.wrap("guard", err)
@@ -83,12 +78,7 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 			return s.wrap("guard", err)
 		}
 		held = n == 1
-	case dialects.Postgres, dialects.MySQL, dialects.MariaDB:
-		lock := s.d.LockSQL(dialects.ForShare)
-		if !s.d.Supports(dialects.ForShare) {
-			lock = s.d.LockSQL(dialects.ForUpdate) // TiDB, which refuses shared locks
-		}
-		st := renderOne(s.d, s.quoted, guardHeld+" "+lock)
+	} else {
 		rows, err := pool.QueryContext(ctx, st.SQL, st.bind(v)...)
 		if err != nil {
 			return s.wrap("guard", err)
@@ -98,8 +88,6 @@ func (s *Store) Guard(tx *gorm.DB, l *lease.Lease) error {
 		if err := rows.Err(); err != nil {
 			return s.wrap("guard", err)
 		}
-	default:
-		return &dialects.UnsupportedError{Dialect: s.d.String(), Feature: "lease-guarded transaction", Reason: "not yet tested there; use fenced writes"}
 	}
 	if !held {
 		return fmt.Errorf("sqlstore: guarding a transaction under %q: %w: the table shows it released, expired or taken over; roll back", l.Name(), lease.ErrLeaseLost)

@@ -19,7 +19,7 @@ func (s *Store) Holder(ctx context.Context, name string) (fence int64, held bool
 		return 0, false, err
 	}
 	defer cancel()
-	st := renderOne(s.d, s.quoted, holderTmpl)
+	st := renderOne(s.dr, s.quoted, holderTmpl)
 	var h int64
 	err = s.pool.QueryRowContext(ctx, st.SQL, st.bind(values{name: key(name)})...).Scan(&fence, &h)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // Entry is one lease held in the table, as Leases reads it.
@@ -33,8 +35,7 @@ func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.QueryContext(ctx, "SELECT lock_name, owner, expires_at, fence FROM "+s.quoted+
-		" WHERE expires_at = 0 OR expires_at > "+s.d.NowMillisSQL()+" ORDER BY lock_name")
+	rows, err := s.pool.QueryContext(ctx, leasesSQL(s.dr, s.quoted))
 	if err != nil {
 		return nil, s.wrap("listing leases", err)
 	}
@@ -55,6 +56,13 @@ func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
 		return nil, s.wrap("listing leases", err)
 	}
 	return out, nil
+}
+
+// leasesSQL lists the leases held now, by the database clock, in name
+// order.
+func leasesSQL(p sqldriver.Phrasing, table string) string {
+	return "SELECT lock_name, owner, expires_at, fence FROM " + table +
+		" WHERE expires_at = 0 OR expires_at > " + p.NowMillis() + " ORDER BY lock_name"
 }
 
 // forceReleaseTmpl ends a held lease whoever holds it, and bumps its
@@ -81,7 +89,7 @@ func (s *Store) ForceRelease(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	defer cancel()
-	st := renderOne(s.d, s.quoted, forceReleaseTmpl)
+	st := renderOne(s.dr, s.quoted, forceReleaseTmpl)
 	res, err := s.exec(ctx, st.SQL, st.bind(values{name: key(name)}))
 	if err != nil {
 		return false, s.wrap("force-release", err)

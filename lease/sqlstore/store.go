@@ -51,7 +51,9 @@ import (
 	"time"
 
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 
 	"gorm.io/gorm"
 
@@ -66,6 +68,7 @@ type Store struct {
 	db     *gorm.DB
 	pool   gorm.ConnPool
 	d      dialects.Dialect
+	dr     sqldriver.Driver
 	table  string
 	quoted string
 	stmts  statements
@@ -143,15 +146,13 @@ func New(db *gorm.DB, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("sqlstore: db has no connection pool")
 	}
-	s := &Store{db: db.Session(&gorm.Session{NewDB: true}), pool: pool, d: d, table: cfg.table, quoted: table, stmts: stmts}
+	s := &Store{db: db.Session(&gorm.Session{NewDB: true}), pool: pool, d: d, dr: drivers.For(d), table: cfg.table, quoted: table, stmts: stmts}
 	ctx := db.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if d.Kind == dialects.SQLite {
-		if err := s.checkSQLiteVersion(ctx); err != nil {
-			return nil, err
-		}
+	if err := s.checkVersion(ctx); err != nil {
+		return nil, err
 	}
 	if cfg.create {
 		ddl, err := createTableSQL(d, table)
@@ -191,7 +192,7 @@ func (s *Store) createTable(ctx context.Context, ddl string) error {
 // tableReadable reports whether the lease table exists with the store's
 // columns.
 func (s *Store) tableReadable(ctx context.Context) bool {
-	rows, err := s.pool.QueryContext(ctx, "SELECT lock_name, owner, expires_at, fence FROM "+s.quoted+" WHERE 1 = 0")
+	rows, err := s.pool.QueryContext(ctx, tableReadableSQL(s.quoted))
 	if err != nil {
 		return false
 	}
@@ -201,15 +202,24 @@ func (s *Store) tableReadable(ctx context.Context) bool {
 	return rows.Err() == nil
 }
 
-func (s *Store) checkSQLiteVersion(ctx context.Context) error {
+// tableReadableSQL reads no row of the table, and fails unless it has the
+// store's columns.
+func tableReadableSQL(table string) string {
+	return "SELECT lock_name, owner, expires_at, fence FROM " + table + " WHERE 1 = 0"
+}
+
+// checkVersion refuses a server version the store cannot run on
+// (SQLite before 3.35, which has no RETURNING).
+func (s *Store) checkVersion(ctx context.Context) error {
+	query, check := s.dr.LeaseTable().VersionCheck()
+	if check == nil {
+		return nil
+	}
 	var v string
-	if err := s.pool.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v); err != nil {
-		return fmt.Errorf("sqlstore: reading the SQLite version: %w", err)
+	if err := s.pool.QueryRowContext(ctx, query).Scan(&v); err != nil {
+		return fmt.Errorf("sqlstore: reading the %s version: %w", s.d, err)
 	}
-	if !dialects.New("sqlite", v).AtLeast(3, 35, 0) {
-		return &dialects.UnsupportedError{Dialect: "SQLite " + v, Feature: string(dialects.LeaseTable), Reason: "needs SQLite 3.35.0 or later for RETURNING"}
-	}
-	return nil
+	return check(v)
 }
 
 // Table returns the table name ("" for a Store not made by New).
@@ -262,21 +272,21 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 // acquire runs the acquire statement once; fence stays 0 when the lease is
 // held.
 func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
-	if s.stmts.tidb != nil {
-		return s.tidbAcquire(ctx, v, fence)
+	if s.stmts.tx != nil {
+		return s.txAcquire(ctx, v, fence)
 	}
 	st := s.stmts.acquire
-	switch s.d.Kind {
-	case dialects.MySQL, dialects.MariaDB:
+	switch s.stmts.acquireReply {
+	case sqldriver.LeaseInsertID:
 		// One statement, granted or refused: the fence, 0 when refused,
-		// is its insert id (mysqlAcquire).
+		// is its insert id (MySQL's acquire).
 		res, err := s.exec(ctx, st.SQL, st.bind(v))
 		if err != nil {
 			return err
 		}
 		*fence, err = res.LastInsertId()
 		return err
-	case dialects.Oracle:
+	case sqldriver.LeaseOut:
 		v.fence = fence
 		_, err := s.exec(ctx, st.SQL, st.bind(v))
 		return err
@@ -321,17 +331,17 @@ func (s *Store) update(ctx context.Context, op string, st stmt, name, owner stri
 	defer cancel()
 	var n int64
 	err = s.retry(ctx, func() error {
-		if s.stmts.tidb != nil {
+		if s.stmts.tx != nil {
 			var err error
-			n, err = s.tidbUpdate(ctx, st, v)
+			n, err = s.txUpdate(ctx, st, v)
 			return err
 		}
 		res, err := s.exec(ctx, st.SQL, st.bind(v))
 		if err != nil {
 			return err
 		}
-		if s.d.IsMySQLFamily() {
-			n, err = res.LastInsertId() // the fence of a matched row, see mysqlRelease
+		if s.stmts.updateReply == sqldriver.LeaseInsertID {
+			n, err = res.LastInsertId() // the fence of a matched row (MySQL's release)
 		} else {
 			n, err = res.RowsAffected()
 		}
@@ -358,12 +368,12 @@ func (s *Store) join(ctx context.Context, op string) (context.Context, context.C
 
 // retry runs one statement, again up to twice when the database chose it
 // as a deadlock victim or failed to serialise it: the statement rolled
-// back whole, so running it again is safe. (SQLite's BUSY is not retried:
-// its busy_timeout has already waited.)
+// back whole, so running it again is safe. (Not where the driver says so:
+// SQLite's BUSY is not retried, its busy_timeout has already waited.)
 func (s *Store) retry(ctx context.Context, run func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := run()
-		if err == nil || attempt == 3 || s.d.Kind == dialects.SQLite || !dialects.IsRetryable(err) || ctx.Err() != nil {
+		if err == nil || attempt == 3 || !s.stmts.retries || !dialects.IsRetryable(err) || ctx.Err() != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 )
 
 // TestTiDBStatements pins the statements of TiDB's transactions, and that
@@ -19,10 +20,10 @@ func TestTiDBStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.tidb == nil {
+	if st.tx == nil {
 		t.Fatal("no TiDB statements")
 	}
-	now := d.NowMillisSQL()
+	now := drivers.For(d).NowMillis()
 	exp := "CASE WHEN ? = 0 THEN 0 ELSE " + now + " + ? END"
 	for _, c := range []struct {
 		name string
@@ -30,12 +31,12 @@ func TestTiDBStatements(t *testing.T) {
 		sql  string
 		args []arg
 	}{
-		{"read", st.tidb.read, "SELECT fence, CASE WHEN owner = ? THEN 1 ELSE 0 END, CASE WHEN expires_at = 0 OR expires_at > " + now + " THEN 1 ELSE 0 END FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argOwner, argName}},
-		{"take", st.tidb.take, "UPDATE `lock_leases` SET owner = ?, expires_at = " + exp + ", fence = fence + 1 WHERE lock_name = ?", []arg{argOwner, argTTL, argTTL, argName}},
-		{"renew", st.tidb.renew, "UPDATE `lock_leases` SET expires_at = " + exp + " WHERE lock_name = ?", []arg{argTTL, argTTL, argName}},
-		{"insert", st.tidb.insert, "INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, " + exp + ", 1)", []arg{argName, argOwner, argTTL, argTTL}},
-		{"fence", st.tidb.fence, "SELECT fence FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argName}},
-		{"held", st.tidb.held, "SELECT 1 FROM `lock_leases` WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ") FOR UPDATE", []arg{argName, argOwner}},
+		{"read", st.tx.read, "SELECT fence, CASE WHEN owner = ? THEN 1 ELSE 0 END, CASE WHEN expires_at = 0 OR expires_at > " + now + " THEN 1 ELSE 0 END FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argOwner, argName}},
+		{"take", st.tx.take, "UPDATE `lock_leases` SET owner = ?, expires_at = " + exp + ", fence = fence + 1 WHERE lock_name = ?", []arg{argOwner, argTTL, argTTL, argName}},
+		{"renew", st.tx.renew, "UPDATE `lock_leases` SET expires_at = " + exp + " WHERE lock_name = ?", []arg{argTTL, argTTL, argName}},
+		{"insert", st.tx.insert, "INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, " + exp + ", 1)", []arg{argName, argOwner, argTTL, argTTL}},
+		{"fence", st.tx.fence, "SELECT fence FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argName}},
+		{"held", st.tx.held, "SELECT 1 FROM `lock_leases` WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ") FOR UPDATE", []arg{argName, argOwner}},
 		{"release", st.release, "UPDATE `lock_leases` SET expires_at = -1 WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ")", []arg{argName, argOwner}},
 	} {
 		if c.got.SQL != c.sql {
@@ -45,7 +46,7 @@ func TestTiDBStatements(t *testing.T) {
 			t.Errorf("%s: args %v, want %v", c.name, c.got.args, c.args)
 		}
 	}
-	if mysql := mustRender(t, "mysql"); mysql.tidb != nil {
+	if mysql := mustRender(t, "mysql"); mysql.tx != nil {
 		t.Error("MySQL got TiDB's statements")
 	}
 }

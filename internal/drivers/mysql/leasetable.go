@@ -2,5 +2,67 @@ package mysql
 
 import "github.com/lockplugin/lockplugin/internal/sqldriver"
 
-// LeaseTable: not yet moved here (the mechanism still phrases it).
-func (*Driver) LeaseTable() sqldriver.LeaseTable { return nil }
+// LeaseTable phrases the lease table store (lease/sqlstore) for MySQL and
+// MariaDB; TiDB overrides it.
+func (m *Driver) LeaseTable() sqldriver.LeaseTable { return leaseTable{m} }
+
+type leaseTable struct{ m *Driver }
+
+// MySQL and MariaDB have no RETURNING. One INSERT ... ON DUPLICATE KEY
+// UPDATE per attempt, granted or refused, and the fence comes back in the
+// OK packet's insert id, which the last LAST_INSERT_ID(expr) the statement
+// evaluated sets (the table has no AUTO_INCREMENT): 1 from VALUES for a new
+// name; for an existing row the update always evaluates one more, the new
+// fence when the caller may take the row (mysqlTakeable), else 0 (fence +
+// LAST_INSERT_ID(0) leaves the fence as it was). That leaves RowsAffected,
+// which depends on CLIENT_FOUND_ROWS, out of it. The assignments are right
+// whether the server assigns left to right, later ones seeing the new
+// values (MySQL, MariaDB's default), or all from the old row (MariaDB's
+// SIMULTANEOUS_ASSIGNMENT): fence, first, reads the old owner and expiry;
+// owner then only changes when the row is taken; and expires_at's test,
+// reading the owner, holds after a take (the owner is now the caller)
+// exactly as before it. A refusal changes no value, but like any upsert it
+// locks the row for the statement.
+const (
+	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(1)) ` +
+		`ON DUPLICATE KEY UPDATE ` +
+		`fence = IF(` + mysqlTakeable + `, LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, fence + 1)), fence + LAST_INSERT_ID(0)), ` +
+		`owner = IF(` + mysqlTakeable + `, {owner}, owner), ` +
+		`expires_at = IF(` + mysqlTakeable + `, {exp}, expires_at)`
+	// mysqlTakeable: the caller may take the row (it is the caller's, or
+	// released or expired).
+	mysqlTakeable = `owner = {owner} OR (expires_at <> 0 AND expires_at <= {now})`
+	// fence = LAST_INSERT_ID(fence) makes a matched row report a non-zero
+	// insert id even when the update changes nothing (a TTL-0 refresh of a
+	// TTL-0 lease), which RowsAffected would report as 0.
+	mysqlRelease = `UPDATE {t} SET expires_at = -1, fence = LAST_INSERT_ID(fence) WHERE ` + sqldriver.LeaseHeld
+	mysqlRefresh = `UPDATE {t} SET expires_at = {exp}, fence = LAST_INSERT_ID(fence) WHERE ` + sqldriver.LeaseHeld
+)
+
+// CreateTable is CREATE TABLE IF NOT EXISTS, InnoDB, with ASCII binary
+// columns.
+func (leaseTable) CreateTable(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (lock_name VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, owner VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL) ENGINE=InnoDB`
+}
+
+// Acquire is mysqlAcquire: one statement, granted or refused; the fence,
+// 0 when refused, is its insert id.
+func (leaseTable) Acquire() string                    { return mysqlAcquire }
+func (leaseTable) AcquireReply() sqldriver.LeaseReply { return sqldriver.LeaseInsertID }
+
+// Release and Refresh report a matched row by its fence, in the insert id
+// (see mysqlRelease).
+func (leaseTable) Release() string                   { return mysqlRelease }
+func (leaseTable) Refresh() string                   { return mysqlRefresh }
+func (leaseTable) UpdateReply() sqldriver.LeaseReply { return sqldriver.LeaseInsertID }
+
+// Guard is a locking read under a shared lock (LOCK IN SHARE MODE on
+// MariaDB and MySQL before 8.0.1; an exclusive one where the engine
+// refuses shared locks), phrased by the outer driver.
+func (l leaseTable) Guard() (string, bool) {
+	return sqldriver.LeaseGuardHeld + " " + sqldriver.LeaseGuardLock(l.m.Outer()), false
+}
+
+func (leaseTable) RetriesConflicts() bool                     { return true }
+func (leaseTable) VersionCheck() (string, func(string) error) { return "", nil }
+func (leaseTable) Tx() *sqldriver.LeaseTx                     { return nil }

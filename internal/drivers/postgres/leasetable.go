@@ -2,5 +2,45 @@ package postgres
 
 import "github.com/lockplugin/lockplugin/internal/sqldriver"
 
-// LeaseTable: not yet moved here (the mechanism still phrases it).
-func (*Driver) LeaseTable() sqldriver.LeaseTable { return nil }
+// LeaseTable phrases the lease table store (lease/sqlstore).
+func (p *Driver) LeaseTable() sqldriver.LeaseTable { return leaseTable{p} }
+
+type leaseTable struct{ p *Driver }
+
+// pgAcquire: an UPDATE that only matches a row the caller may take, and an
+// INSERT ... ON CONFLICT DO NOTHING for a name without a row, in one
+// statement. A refusal matches nothing in the UPDATE, and the INSERT does
+// not even try when the statement sees the row: read only, without waiting
+// for the holder's transaction in a conflict check. (An upsert's ON
+// CONFLICT DO UPDATE ... WHERE would lock the row first, which takes a
+// transaction id and waits for a WAL flush at commit.) A row inserted by a
+// concurrent statement is not seen; then the INSERT's conflict refuses.
+const pgAcquire = `WITH u AS (UPDATE {t} AS l SET owner = {owner}, expires_at = {exp}, ` +
+	`fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+	`WHERE l.lock_name = {name} AND (l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now})) RETURNING l.fence), ` +
+	`i AS (INSERT INTO {t} (lock_name, owner, expires_at, fence) SELECT {name}, {owner}, {exp}, 1 ` +
+	`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM {t} WHERE lock_name = {name}) ` +
+	`ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
+	`SELECT fence FROM u UNION ALL SELECT fence FROM i`
+
+// CreateTable is CREATE TABLE IF NOT EXISTS.
+func (leaseTable) CreateTable(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (lock_name VARCHAR(191) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL)`
+}
+
+// Acquire is pgAcquire; its fence is a result row.
+func (leaseTable) Acquire() string                    { return pgAcquire }
+func (leaseTable) AcquireReply() sqldriver.LeaseReply { return sqldriver.LeaseRow }
+func (leaseTable) Release() string                    { return sqldriver.LeaseRelease }
+func (leaseTable) Refresh() string                    { return sqldriver.LeaseRefresh }
+func (leaseTable) UpdateReply() sqldriver.LeaseReply  { return sqldriver.LeaseRowsAffected }
+
+// Guard is a locking read FOR SHARE: an acquire that would take the lease
+// over is an UPDATE of the row, which waits for the guarded transaction.
+func (l leaseTable) Guard() (string, bool) {
+	return sqldriver.LeaseGuardHeld + " " + sqldriver.LeaseGuardLock(l.p), false
+}
+
+func (leaseTable) RetriesConflicts() bool                     { return true }
+func (leaseTable) VersionCheck() (string, func(string) error) { return "", nil }
+func (leaseTable) Tx() *sqldriver.LeaseTx                     { return nil }

@@ -1,6 +1,54 @@
 package sqlite
 
-import "github.com/lockplugin/lockplugin/internal/sqldriver"
+import (
+	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
+)
 
-// LeaseTable: not yet moved here (the mechanism still phrases it).
-func (*Driver) LeaseTable() sqldriver.LeaseTable { return nil }
+// LeaseTable phrases the lease table store (lease/sqlstore).
+func (*Driver) LeaseTable() sqldriver.LeaseTable { return leaseTable{} }
+
+type leaseTable struct{}
+
+// sqliteAcquire: SQLite has no data-modifying WITH; it serialises writers
+// anyway, so one upsert whose update only happens on a row the caller may
+// take; RETURNING yields no row when it is refused. A refusal changes no
+// page.
+const sqliteAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
+	`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, ` +
+	`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+	`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= {now}) RETURNING fence`
+
+// sqliteGuard takes SQLite's writer lock by a write that changes nothing.
+const sqliteGuard = `UPDATE {t} SET fence = fence WHERE ` + sqldriver.LeaseHeld
+
+// CreateTable is CREATE TABLE IF NOT EXISTS, WITHOUT ROWID.
+func (leaseTable) CreateTable(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (lock_name VARCHAR(191) NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL) WITHOUT ROWID`
+}
+
+// Acquire is sqliteAcquire; its fence is a result row.
+func (leaseTable) Acquire() string                    { return sqliteAcquire }
+func (leaseTable) AcquireReply() sqldriver.LeaseReply { return sqldriver.LeaseRow }
+func (leaseTable) Release() string                    { return sqldriver.LeaseRelease }
+func (leaseTable) Refresh() string                    { return sqldriver.LeaseRefresh }
+func (leaseTable) UpdateReply() sqldriver.LeaseReply  { return sqldriver.LeaseRowsAffected }
+
+// Guard is sqliteGuard, a write: the database's writer lock.
+func (leaseTable) Guard() (string, bool) { return sqliteGuard, true }
+
+// RetriesConflicts is false: SQLite's BUSY is not retried, its
+// busy_timeout has already waited.
+func (leaseTable) RetriesConflicts() bool { return false }
+
+// VersionCheck needs SQLite 3.35.0 or later, for RETURNING.
+func (leaseTable) VersionCheck() (string, func(string) error) {
+	return "SELECT sqlite_version()", func(v string) error {
+		if !dialects.New("sqlite", v).AtLeast(3, 35, 0) {
+			return &dialects.UnsupportedError{Dialect: "SQLite " + v, Feature: string(dialects.LeaseTable), Reason: "needs SQLite 3.35.0 or later for RETURNING"}
+		}
+		return nil
+	}
+}
+
+func (leaseTable) Tx() *sqldriver.LeaseTx { return nil }

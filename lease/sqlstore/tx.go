@@ -13,43 +13,18 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 )
 
-// TiDB's statements. The MySQL statements read the fence an UPDATE took
-// from the OK packet's insert id (LAST_INSERT_ID(expr)), and TiDB keeps the
-// insert id of an attempt it threw away: it retries an autocommit UPDATE
-// that met a write conflict, and a retry that then matches no row still
-// reports the first attempt's fence (measured: 8 workers on one name, 110
-// of 375 acquires reported granted while another owner held the lease). So
-// on TiDB each operation is one pessimistic transaction (inTx) that reads
-// the row under an exclusive lock (FOR UPDATE reads the latest commit
-// there), decides from what it read, writes, and reads the fence back in
-// the same transaction. Nothing depends on the insert id or on
-// RowsAffected.
-const (
-	// tidbRead locks the row and says whether it is the caller's and
-	// whether it is live, by the database's clock.
-	tidbRead = `SELECT fence, CASE WHEN owner = {owner} THEN 1 ELSE 0 END, ` +
-		`CASE WHEN expires_at = 0 OR expires_at > {now} THEN 1 ELSE 0 END FROM {t} WHERE lock_name = {name} FOR UPDATE`
-	// tidbTake takes a released or expired lease: a new owner, a new
-	// expiry, the fence bumped.
-	tidbTake = `UPDATE {t} SET owner = {owner}, expires_at = {exp}, fence = fence + 1 WHERE lock_name = {name}`
-	// tidbRenew renews the caller's own live lease (a retried acquire):
-	// its fence stays.
-	tidbRenew = `UPDATE {t} SET expires_at = {exp} WHERE lock_name = {name}`
-	// tidbInsert takes a name that has no row yet.
-	tidbInsert = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1)`
-	// tidbFence reads the fence back inside the transaction that wrote it.
-	tidbFence = `SELECT fence FROM {t} WHERE lock_name = {name} FOR UPDATE`
-	// tidbHeld locks the row while the caller holds it; release and
-	// refresh then write it with plainRelease and plainRefresh.
-	tidbHeld = `SELECT 1 FROM {t} WHERE ` + heldTmpl + ` FOR UPDATE`
-)
-
-// tidbStatements are the statements of the TiDB transactions.
-type tidbStatements struct {
+// The statements of a database whose every operation is one transaction
+// (sqldriver.LeaseTx: TiDB, whose insert id cannot be trusted; see
+// internal/drivers/tidb/leasetable.go). Each operation reads the row under
+// an exclusive lock, decides from what it read, writes, and reads the
+// fence back in the same transaction. Nothing depends on the insert id or
+// on RowsAffected.
+type txStatements struct {
+	begin                                  string
 	read, take, renew, insert, fence, held stmt
 }
 
-// txQuerier is what the statements of a TiDB transaction run on: the
+// txQuerier is what the statements of a transaction (txStatements) run on: the
 // pinned connection of a BEGIN PESSIMISTIC, or a *sql.Tx.
 type txQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -60,11 +35,9 @@ type txQuerier interface {
 const txEndTimeout = 2 * time.Second
 
 // inTx runs fn in a transaction and commits it; fn's error rolls it back.
-// On a *sql.DB (what GORM holds) the transaction is BEGIN PESSIMISTIC on a
-// pinned connection, whatever tidb_txn_mode says: in an optimistic one
-// even a refusal's locking read conflicts at COMMIT (measured with
-// tidb_txn_mode = optimistic: 8 workers on one name failed with 9007 after
-// 3 attempts each). A connection whose transaction could not be ended is
+// On a *sql.DB (what GORM holds) the transaction is the driver's begin
+// statement (BEGIN PESSIMISTIC on TiDB, whatever tidb_txn_mode says) on a
+// pinned connection. A connection whose transaction could not be ended is
 // closed, never returned to the pool. Another pool begins a *sql.Tx.
 func (s *Store) inTx(ctx context.Context, fn func(tx txQuerier) error) error {
 	db, ok := s.pool.(*sql.DB)
@@ -75,7 +48,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx txQuerier) error) error {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN PESSIMISTIC"); err != nil {
+	if _, err := conn.ExecContext(ctx, s.stmts.tx.begin); err != nil {
 		discard(conn)
 		return err
 	}
@@ -161,10 +134,10 @@ func (s *Store) txExec(ctx context.Context, tx txQuerier, st stmt, v values) err
 	return err
 }
 
-// tidbAcquire is acquire on TiDB: fence stays 0 when the lease is held by
-// someone else.
-func (s *Store) tidbAcquire(ctx context.Context, v values, fence *int64) error {
-	st := s.stmts.tidb
+// txAcquire is acquire as one transaction: fence stays 0 when the lease is
+// held by someone else.
+func (s *Store) txAcquire(ctx context.Context, v values, fence *int64) error {
+	st := s.stmts.tx
 	for attempt := 1; ; attempt++ {
 		*fence = 0
 		err := s.inTx(ctx, func(tx txQuerier) error {
@@ -201,15 +174,15 @@ func (s *Store) tidbAcquire(ctx context.Context, v values, fence *int64) error {
 	}
 }
 
-// tidbUpdate is release or refresh on TiDB: it writes only a row it has
+// txUpdate is release or refresh as one transaction: it writes only a row it has
 // locked and seen the caller hold, and returns 1 when it did, 0 when the
 // caller does not hold the lease.
-func (s *Store) tidbUpdate(ctx context.Context, write stmt, v values) (int64, error) {
+func (s *Store) txUpdate(ctx context.Context, write stmt, v values) (int64, error) {
 	var held bool
 	err := s.inTx(ctx, func(tx txQuerier) error {
 		var one int64
 		var err error
-		held, err = s.txQuery(ctx, tx, s.stmts.tidb.held, v, &one)
+		held, err = s.txQuery(ctx, tx, s.stmts.tx.held, v, &one)
 		if err != nil || !held {
 			return err
 		}
