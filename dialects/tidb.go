@@ -20,7 +20,7 @@ var tidbRows = rows{
 		// tests/advisory passes on TiDB v8.4.0, and 8 workers on one name made
 		// 0 overlaps in 3 runs (199 of 200 entries overlapped unprotected).
 		{feature: AdvisoryLock, note: "waits whole seconds; tries need SELECT on mysql.advisory_locks to answer at once"},
-		// lease/sqlstore/tidb.go: each operation one transaction that reads
+		// lease/sqlstore/tx.go and internal/drivers/tidb/leasetable.go: each operation one transaction that reads
 		// the row FOR UPDATE, decides, writes and reads the fence back, where
 		// the MySQL statements read the fence from the insert id, which TiDB
 		// keeps from an attempt it retried (with those, 8 workers: 4 double
