@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
@@ -18,13 +17,11 @@ type reread struct{ m *Driver }
 // fail.
 func (r reread) VersionRead(query string) string { return query + r.m.Outer().LatestRead() }
 
-// FenceRead is a shared-lock read (the outer driver's ForShare): a plain
-// one would read the transaction's snapshot, older than the row the UPDATE
-// met. On TiDB, which has no shared lock, the clause is empty and the read
-// plain (a trailing space kept, as sent before the move).
-func (r reread) FenceRead(query string) string {
-	return query + " " + r.m.Outer().LockSQL(dialects.ForShare)
-}
+// FenceRead is the outer driver's latest read (a shared lock; FOR UPDATE
+// on TiDB, which has no shared lock): a plain read would see the
+// transaction's snapshot, older than the row the UPDATE met, and could
+// report a write refused for a newer fence as one that found no row.
+func (r reread) FenceRead(query string) string { return query + r.m.Outer().LatestRead() }
 
 // BatchLock is "": a savepoint.
 func (reread) BatchLock() string { return "" }
