@@ -2,6 +2,7 @@ package advisory
 
 import (
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 type namedStatement struct {
@@ -10,17 +11,28 @@ type namedStatement struct {
 }
 
 // goldenExtras are the statements built outside the plans: clearing a
-// session's holds, killing a cancelled wait, releasing by handle.
+// session's holds, killing a cancelled wait, releasing by handle, and the
+// transaction around a guarded try's question.
 func goldenExtras(d dialects.Dialect) []namedStatement {
-	switch d.Kind {
-	case dialects.Postgres:
-		return []namedStatement{{"clear: count holds", pgHolds(PostgresKey("Adv-Job"))}}
-	case dialects.MySQL, dialects.MariaDB:
-		return []namedStatement{{"kill a cancelled wait", myKill(42)}}
-	case dialects.SQLServer:
-		return []namedStatement{{"clear: release all", msClear("Adv-Job", maxClears)}}
-	case dialects.Oracle:
-		return []namedStatement{{"release by handle", oracleRelease("10737418241073741824187")}}
+	f := family(d)
+	var out []namedStatement
+	if st := f.Clear("Adv-Job", maxClears); st.SQL != "" {
+		name := "clear: release all"
+		if f.Answers() == sqldriver.AnswersBool {
+			name = "clear: count holds"
+		}
+		out = append(out, namedStatement{name, stmt(st)})
 	}
-	return nil
+	if st := f.Kill(42); st.SQL != "" {
+		out = append(out, namedStatement{"kill a cancelled wait", stmt(st)})
+	}
+	if st := f.ReleaseHandle("10737418241073741824187"); st.SQL != "" {
+		out = append(out, namedStatement{"release by handle", stmt(st)})
+	}
+	for _, st := range f.Session("Adv-Job", sqldriver.AdvisoryWait{}).Steps {
+		if st.Guard != "" {
+			out = append(out, namedStatement{"try guard transaction", statement{sql: st.GuardBegin + "\n" + st.GuardEnd}})
+		}
+	}
+	return out
 }

@@ -56,11 +56,11 @@ func TestAdvisoryGolden(t *testing.T) {
 				continue
 			}
 			for i, st := range plan.steps {
-				p.Add("session "+gw.name+", step "+strconv.Itoa(i+1), renderStatement(st))
+				p.Add("session "+gw.name+", step "+strconv.Itoa(i+1), renderStatement(stmt(st)))
 			}
 			p.Add("session "+gw.name+", release", renderStatement(plan.release))
-			started := time.Now()
-			if st, ok := waitMore(d, "Adv-Job", gw.w, started); ok {
+			l := &Lock{name: "Adv-Job", fam: family(d)}
+			if st, ok := l.waitMore(gw.w, time.Now()); ok {
 				p.Add("session "+gw.name+", next wait", renderStatement(st))
 			}
 		}
