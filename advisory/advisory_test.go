@@ -250,7 +250,7 @@ func TestPostgresAnswers(t *testing.T) {
 	if _, closed := f.counts(); closed != 0 {
 		t.Errorf("a timed-out acquisition discarded its connection (%d closed); the session is clean", closed)
 	}
-	if got := f.statements(); len(got) != 3 || got[2] != pgHolds(0).sql {
+	if got := f.statements(); len(got) != 3 || got[2] != pgHolds("adv-job").sql {
 		t.Errorf("after 55P03 the session's holds were not read back: %q", got)
 	}
 	try = true
@@ -277,7 +277,7 @@ func TestPostgresIndefiniteWaitOverridesLockTimeout(t *testing.T) {
 	}
 	want := []string{
 		"SELECT pg_advisory_lock($1)",
-		pgHolds(0).sql, // the failed wait may have been granted: not stacked on
+		pgHolds("adv-job").sql, // the failed wait may have been granted: not stacked on
 		"SELECT pg_advisory_lock($1) FROM (SELECT set_config('lock_timeout', $2, true)) AS t",
 		"SELECT pg_advisory_unlock($1)",
 	}
@@ -513,7 +513,7 @@ func TestPostgresTimeoutThatWasGrantedIsCleared(t *testing.T) {
 		got := f.statements()
 		_, closed := f.counts()
 		if !stuck {
-			want := []string{pgTimedLock(0, "").sql, pgHolds(0).sql, "SELECT pg_advisory_unlock($1)", pgHolds(0).sql}
+			want := []string{pgTimedLockSQL(), pgHolds("adv-job").sql, "SELECT pg_advisory_unlock($1)", pgHolds("adv-job").sql}
 			if !reflect.DeepEqual(got, want) || closed != 0 {
 				t.Errorf("statements\n got %q\nwant %q; %d closed, want the cleared session pooled", got, want, closed)
 			}

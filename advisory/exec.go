@@ -57,21 +57,22 @@ func (r runner) query(ctx context.Context, st statement, dest ...any) error {
 	return err
 }
 
-// guarded runs a statement that has a held answer (TiDB, see tidb.go): its
-// guard first, if any, in a transaction of its own, and sql unless the guard
+// guarded runs a statement that has a held answer (TiDB, see
+// internal/drivers/tidb/advisory.go): its guard first, if any, in a
+// transaction of its own (between guardBegin and guardEnd), and sql unless the guard
 // found the name held. A guard that fails otherwise (no privilege to read
 // the table) does not decide: sql is sent. When sql gives up holding
 // nothing (TiDB's 1105 under contention), held is the answer too.
 func (r runner) guarded(ctx context.Context, st statement, dest []any) error {
 	if st.guard != "" {
-		if _, err := r.q.ExecContext(ctx, "BEGIN PESSIMISTIC"); err != nil {
+		if _, err := r.q.ExecContext(ctx, st.guardBegin); err != nil {
 			return err
 		}
 		rows, gerr := r.q.QueryContext(ctx, st.guard, st.guardArg)
 		if gerr == nil {
 			gerr = rows.Close()
 		}
-		if _, err := r.q.ExecContext(ctx, "ROLLBACK"); err != nil {
+		if _, err := r.q.ExecContext(ctx, st.guardEnd); err != nil {
 			return err
 		}
 		if dialects.IsLockNotAvailable(gerr) {

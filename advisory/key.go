@@ -1,9 +1,6 @@
 package advisory
 
-import (
-	"crypto/sha256"
-	"encoding/binary"
-)
+import "github.com/lockplugin/lockplugin/internal/drivers/postgres"
 
 // PostgresKey returns the bigint key under which PostgreSQL holds the lock
 // called name: the first 8 bytes of the name's SHA-256, big-endian, with the
@@ -18,7 +15,7 @@ import (
 //
 // Names that share the first 63 bits of their hash share a lock; with
 // 2^63 keys that takes about three billion distinct names to become likely.
-func PostgresKey(name string) int64 {
-	sum := sha256.Sum256([]byte(name))
-	return int64(binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63))
-}
+//
+// The key is computed where PostgreSQL's statements are built
+// (internal/drivers/postgres); this is its public name.
+func PostgresKey(name string) int64 { return postgres.AdvisoryKey(name) }

@@ -35,7 +35,7 @@ func (l *Lock) killWait(ctx context.Context, pool *sql.DB, id int64) {
 		q = own
 	}
 	// The thread may be gone already ("unknown thread id"): fine.
-	_ = runner{db: l.run.db, q: q}.query(kctx, myKill(id))
+	_ = runner{db: l.run.db, q: q}.query(kctx, stmt(l.fam.Kill(id)))
 }
 
 // connector returns a connector for a connection to the same server as

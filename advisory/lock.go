@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // releaseTimeout bounds a release, which runs on a context detached from the
@@ -27,13 +28,14 @@ const releaseTimeout = 10 * time.Second
 type Lock struct {
 	name    string
 	dialect dialects.Dialect
+	fam     sqldriver.Advisory // the database's statements: drivers.For(dialect).Advisory()
 	conn    *sql.Conn
 	db      *gorm.DB
 	run     runner
 	release statement
 	held    *held
 	own     held      // what held points to for a Lock made by Acquire: one allocation for both
-	source  *gorm.DB  // MySQL: the db Acquire was given, for ownDSN when a wait must be killed
+	source  *gorm.DB  // AnswersGetLock: the db Acquire was given, for ownDSN when a wait must be killed
 	obs     *observed // the plugin's Observer, if any: observe.go
 
 	mu   sync.Mutex
@@ -116,8 +118,8 @@ func (l *Lock) Release(ctx context.Context) (released error) {
 
 // unlock sends the release statement and checks the database's answer.
 func (l *Lock) unlock(ctx context.Context) error {
-	switch l.dialect.Kind {
-	case dialects.Postgres:
+	switch l.fam.Answers() {
+	case sqldriver.AnswersBool:
 		var ok bool
 		if err := l.run.query(ctx, l.release, &ok); err != nil {
 			return err
@@ -125,7 +127,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 		if !ok {
 			return ErrNotHeld
 		}
-	case dialects.MySQL, dialects.MariaDB:
+	case sqldriver.AnswersGetLock:
 		var ok sql.NullInt64
 		if err := l.run.query(ctx, l.release, &ok); err != nil {
 			return err
@@ -133,7 +135,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 		if ok.Int64 != 1 {
 			return ErrNotHeld
 		}
-	case dialects.SQLServer:
+	case sqldriver.AnswersAppLock:
 		var code int64
 		if err := l.run.query(ctx, l.release, &code); err != nil {
 			return err
@@ -141,7 +143,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 		if code < 0 {
 			return answer(ErrNotHeld, ": sp_releaseapplock returned "+strconv.FormatInt(code, 10))
 		}
-	case dialects.Oracle:
+	case sqldriver.AnswersHandle:
 		var code int64
 		if err := l.run.query(ctx, l.release, &code); err != nil {
 			return err
@@ -233,10 +235,10 @@ func acquireJoined(ctx context.Context, db *gorm.DB, name string, opts []Option,
 	if err != nil {
 		return nil, lockError(d, name, err)
 	}
-	l := &Lock{name: name, dialect: d, conn: conn, run: runner{db: db, q: conn}, release: plan.release}
+	l := &Lock{name: name, dialect: d, fam: family(d), conn: conn, run: runner{db: db, q: conn}, release: plan.release}
 	l.own.pool, l.own.conn, l.own.name, l.own.parents = pool, conn, name, [2]*held{fromCtx, fromDB}
 	l.held = &l.own
-	if d.IsMySQLFamily() && !o.wait.tryOnce() {
+	if l.fam.Answers() == sqldriver.AnswersGetLock && !o.wait.tryOnce() {
 		l.source = db // ownDSN is read (by reflection) only if a wait is killed
 	}
 	if err := l.lock(ctx, pool, plan.steps, o.wait); err != nil {
@@ -271,7 +273,7 @@ func acquireJoined(ctx context.Context, db *gorm.DB, name string, opts []Option,
 // the session and anything it held. A clean "busy" answer (false, 0, -1)
 // needs no check. Either way, on every error the session is known not to
 // hold the lock.
-func (l *Lock) lock(ctx context.Context, pool *sql.DB, steps []statement, w wait) error {
+func (l *Lock) lock(ctx context.Context, pool *sql.DB, steps []sqldriver.AdvisoryStatement, w wait) error {
 	err := l.steps(ctx, pool, steps, w)
 	if err == nil {
 		return nil
@@ -322,12 +324,12 @@ const clearTimeout = 5 * time.Second
 func (l *Lock) clear(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clearTimeout)
 	defer cancel()
-	switch l.dialect.Kind {
-	case dialects.Postgres:
-		key := PostgresKey(l.name)
+	switch l.fam.Answers() {
+	case sqldriver.AnswersBool:
+		holds := stmt(l.fam.Clear(l.name, maxClears))
 		for i := 0; ; i++ {
 			var n int64
-			if err := l.run.query(cctx, pgHolds(key), &n); err != nil {
+			if err := l.run.query(cctx, holds, &n); err != nil {
 				return err
 			}
 			if n == 0 {
@@ -340,7 +342,7 @@ func (l *Lock) clear(ctx context.Context) error {
 				return err
 			}
 		}
-	case dialects.MySQL, dialects.MariaDB:
+	case sqldriver.AnswersGetLock:
 		// RELEASE_LOCK answers 1 for each hold of this session it releases
 		// (MySQL 5.7+ and MariaDB count them), 0 when another session
 		// holds the name and NULL when nobody does.
@@ -354,9 +356,9 @@ func (l *Lock) clear(ctx context.Context) error {
 			}
 		}
 		return errors.New("still held after releasing it " + strconv.Itoa(maxClears) + " times")
-	case dialects.SQLServer:
+	case sqldriver.AnswersAppLock:
 		var mode string
-		if err := l.run.query(cctx, msClear(l.name, maxClears), &mode); err != nil {
+		if err := l.run.query(cctx, stmt(l.fam.Clear(l.name, maxClears)), &mode); err != nil {
 			return err
 		}
 		if mode != "NoLock" {
@@ -367,10 +369,10 @@ func (l *Lock) clear(ctx context.Context) error {
 	return errors.New("the lock's state cannot be read back on " + l.dialect.String())
 }
 
-func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wait) error {
-	switch l.dialect.Kind {
-	case dialects.Postgres:
-		st := steps[0]
+func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []sqldriver.AdvisoryStatement, w wait) error {
+	switch l.fam.Answers() {
+	case sqldriver.AnswersBool:
+		st := stmt(steps[0])
 		if w.tryOnce() { // pg_try_advisory_lock
 			var ok bool
 			if err := l.run.query(ctx, st, &ok); err != nil {
@@ -391,24 +393,24 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 			if cerr := l.clear(ctx); cerr != nil {
 				return doubtful(err)
 			}
-			err = l.run.query(ctx, steps[1])
+			err = l.run.query(ctx, stmt(steps[1]))
 		}
 		return doubtful(err)
 
-	case dialects.MySQL, dialects.MariaDB:
+	case sqldriver.AnswersGetLock:
 		var got sql.NullInt64
 		if len(steps) == 1 {
-			if err := l.run.query(ctx, steps[0], &got); err != nil {
+			if err := l.run.query(ctx, stmt(steps[0]), &got); err != nil {
 				return doubtful(err)
 			}
 			return getLockAnswer(got)
 		}
 		var id int64
-		if err := l.run.query(ctx, steps[0], &got, &id); err != nil {
+		if err := l.run.query(ctx, stmt(steps[0]), &got, &id); err != nil {
 			return doubtful(err)
 		}
 		started := time.Now()
-		for st, more := steps[1], got.Valid && got.Int64 == 0; more; st, more = waitMore(l.dialect, l.name, w, started) {
+		for st, more := stmt(steps[1]), got.Valid && got.Int64 == 0; more; st, more = l.waitMore(w, started) {
 			if err := l.run.query(ctx, st, &got); err != nil {
 				if ctx.Err() != nil {
 					l.killWait(ctx, pool, id)
@@ -428,22 +430,22 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 		}
 		return getLockAnswer(got)
 
-	case dialects.SQLServer:
+	case sqldriver.AnswersAppLock:
 		var code int64
-		if err := l.run.query(ctx, steps[0], &code); err != nil {
+		if err := l.run.query(ctx, stmt(steps[0]), &code); err != nil {
 			return doubtful(err)
 		}
 		return applockAnswer(code)
 
-	case dialects.Oracle:
+	case sqldriver.AnswersHandle:
 		var handle string
 		var code int64
-		if err := l.run.query(ctx, steps[0], &handle, &code); err != nil {
+		if err := l.run.query(ctx, stmt(steps[0]), &handle, &code); err != nil {
 			return doubtful(err)
 		}
 		switch code {
 		case 0:
-			l.release = oracleRelease(handle)
+			l.release = stmt(l.fam.ReleaseHandle(handle))
 			return nil
 		case 1:
 			return ErrTimeout
@@ -451,6 +453,21 @@ func (l *Lock) steps(ctx context.Context, pool *sql.DB, steps []statement, w wai
 		return fmt.Errorf("DBMS_LOCK.REQUEST returned %d (%s)", code, oracleCode(code))
 	}
 	return l.dialect.Require(dialects.AdvisoryLock)
+}
+
+// waitMore returns the next wait after a GET_LOCK that timed out, when the
+// database cut the wait short of w (TiDB's waits of a second): started is
+// when the first wait began. ok is false when w has run out, or where one
+// GET_LOCK waits the whole wait.
+func (l *Lock) waitMore(w wait, started time.Time) (statement, bool) {
+	left := w.sd()
+	if !w.forever {
+		if left.D = w.d - time.Since(started); left.D <= 0 {
+			return statement{}, false
+		}
+	}
+	st, ok := l.fam.More(l.name, left)
+	return stmt(st), ok
 }
 
 // getLockAnswer reads GET_LOCK's 1 (acquired), 0 (timed out) or NULL (an

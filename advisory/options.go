@@ -58,15 +58,3 @@ type wait struct {
 
 // tryOnce reports whether the acquisition gives up at once.
 func (w wait) tryOnce() bool { return !w.forever && w.d <= 0 }
-
-// ceil returns d in whole units, rounded up, at most max.
-func (w wait) ceil(unit time.Duration, max int64) int64 {
-	n := int64(w.d / unit)
-	if w.d%unit != 0 {
-		n++
-	}
-	if n > max {
-		n = max
-	}
-	return n
-}

@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lockplugin/lockplugin/dialects"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // WithTx takes the lock called name for the rest of tx's transaction: COMMIT
@@ -51,8 +52,8 @@ func WithTx(tx *gorm.DB, name string, opts ...Option) error {
 	}
 	ctx := tx.Statement.Context
 	r := runner{db: tx, q: cp}
-	switch d.Kind {
-	case dialects.Postgres:
+	switch family(d).Answers() {
+	case sqldriver.AnswersBool:
 		if o.wait.tryOnce() {
 			var ok bool
 			if err := r.query(ctx, st, &ok); err != nil {
@@ -70,7 +71,7 @@ func WithTx(tx *gorm.DB, name string, opts ...Option) error {
 			}
 			return lockError(d, name, err)
 		}
-	case dialects.SQLServer:
+	case sqldriver.AnswersAppLock:
 		var code int64
 		if err := r.query(ctx, st, &code); err != nil {
 			return lockError(d, name, err)

@@ -2,5 +2,6 @@ package sqlite
 
 import "github.com/lockplugin/lockplugin/internal/sqldriver"
 
-// Advisory: not yet moved here (the mechanism still phrases it).
+// Advisory is nil: SQLite has no advisory locks (the capability matrix
+// refuses them).
 func (*Driver) Advisory() sqldriver.Advisory { return nil }
