@@ -441,7 +441,7 @@ func newClaim[T any](db *gorm.DB, table string, n int, where clause.Expression, 
 	if table != "" {
 		c.tableName = table
 	}
-	if !dialects.ValidTableName(c.tableName, 128) {
+	if !sqldriver.ValidTableName(c.tableName, 128) {
 		return nil, fmt.Errorf("%w: table name %q of %s is not a plain identifier (letters, digits, _, with an optional schema)", ErrInvalidClaim, c.tableName, c.sch.Name)
 	}
 	c.table = c.dr.QuoteTable(c.tableName)
@@ -516,7 +516,7 @@ func queryConditions(db *gorm.DB, sch *schema.Schema, table string) []clause.Exp
 }
 
 func validColumn(name string) error {
-	if !dialects.ValidTableName(name, 128) || strings.Contains(name, ".") {
+	if !sqldriver.ValidTableName(name, 128) || strings.Contains(name, ".") {
 		return fmt.Errorf("%w: column name %q is not a plain identifier (letters, digits, _)", ErrInvalidClaim, name)
 	}
 	return nil

@@ -2,9 +2,8 @@ package holds
 
 import (
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
 	"time"
-
-	"github.com/lockplugin/lockplugin/dialects"
 )
 
 // DefaultTable is the holds table used when no Table option is given.
@@ -77,7 +76,7 @@ func ttlMillis(d time.Duration) int64 {
 // index name is the table name plus a 7-byte suffix, so the table part is
 // kept within the 63 bytes PostgreSQL allows an identifier.
 func validTable(name string) error {
-	if !dialects.ValidTableName(name, 56) {
+	if !sqldriver.ValidTableName(name, 56) {
 		return fmt.Errorf("%w: holds.Table(%q): want letters, digits and underscores, at most 56, optionally schema-qualified", ErrInvalid, name)
 	}
 	return nil

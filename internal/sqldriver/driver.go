@@ -63,7 +63,7 @@ type Phrasing interface {
 	BigintBindVar(n int) string
 
 	// QuoteIdent quotes an identifier, doubling any quote character in it.
-	// Callers validate identifiers first (dialects.ValidTableName).
+	// Callers validate identifiers first (ValidTableName).
 	QuoteIdent(name string) string
 	// QuoteTable quotes a table name that may be qualified by a schema,
 	// part by part.

@@ -176,7 +176,7 @@ func quoteTable(d dialects.Dialect, name string) (string, error) {
 	if strings.Count(name, ".") > 1 {
 		return "", fmt.Errorf("sqlstore: table name %q: at most one schema qualifier", name)
 	}
-	if !dialects.ValidTableName(name, 63) {
+	if !sqldriver.ValidTableName(name, 63) {
 		return "", fmt.Errorf("sqlstore: table name %q is not an identifier (letters, digits and _, not starting with a digit, at most 63)", name)
 	}
 	return drivers.For(d).QuoteTable(name), nil
