@@ -56,6 +56,6 @@ func newDriver(d dialects.Dialect) sqldriver.Driver {
 	case dialects.SQLite:
 		return sqlite.New(d)
 	default:
-		return unknown{d: d}
+		return unknown{sqldriver.Standard{D: d}}
 	}
 }

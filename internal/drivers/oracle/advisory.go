@@ -29,7 +29,7 @@ func (advisory) Answers() sqldriver.AdvisoryAnswers { return sqldriver.AnswersHa
 // CheckName refuses a name longer than ALLOCATE_UNIQUE's lockname.
 func (a advisory) CheckName(name string) error {
 	if n := len(name); n > oracleMaxName {
-		return fmt.Errorf("advisory: lock name is %d bytes; DBMS_LOCK on %s takes at most %d", n, a.o.d, oracleMaxName)
+		return fmt.Errorf("advisory: lock name is %d bytes; DBMS_LOCK on %s takes at most %d", n, a.o.D, oracleMaxName)
 	}
 	return nil
 }

@@ -12,13 +12,10 @@ import (
 )
 
 // Driver phrases lockplugin's statements for Oracle.
-type Driver struct{ d dialects.Dialect }
+type Driver struct{ sqldriver.Standard }
 
-// New returns the driver for d, a Oracle database.
-func New(d dialects.Dialect) *Driver { return &Driver{d: d} }
-
-// Dialect is the database the driver was made for.
-func (p *Driver) Dialect() dialects.Dialect { return p.d }
+// New returns the driver for d, an Oracle database.
+func New(d dialects.Dialect) *Driver { return &Driver{sqldriver.Standard{D: d}} }
 
 // BindVar is :n.
 func (*Driver) BindVar(n int) string { return ":" + strconv.Itoa(n) }
@@ -28,9 +25,6 @@ func (*Driver) ReusesBindVars() bool { return false }
 
 // BigintBindVar is BindVar.
 func (p *Driver) BigintBindVar(n int) string { return p.BindVar(n) }
-
-// QuoteIdent quotes with double quotes, keeping the name's case.
-func (*Driver) QuoteIdent(name string) string { return sqldriver.Quote(name, `"`, `"`) }
 
 // QuoteTable folds the schema to upper case before it is quoted: a schema
 // is a user, made by CREATE USER app, and Oracle resolves that unquoted
@@ -55,23 +49,9 @@ func (*Driver) NowMillis() string {
 		"EXTRACT(MINUTE FROM " + since + ") * 60000 + TRUNC(EXTRACT(SECOND FROM " + since + ") * 1000))"
 }
 
-// LockSQL is the feature's own keywords.
-func (p *Driver) LockSQL(f dialects.Feature) string {
-	if !p.d.Supports(f) {
-		return ""
-	}
-	return string(f)
-}
-
-// LockClauseSQL is LockSQL.
-func (p *Driver) LockClauseSQL(f dialects.Feature) string { return p.LockSQL(f) }
-
-// LatestRead is "": a plain read at READ COMMITTED sees the latest commit.
-func (*Driver) LatestRead() string { return "" }
-
 // LockWaitStyle is WaitInline: FOR UPDATE WAIT n.
 func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
-	if !p.d.Supports(dialects.LockWait) {
+	if !p.D.Supports(dialects.LockWait) {
 		return sqldriver.WaitUnsupported
 	}
 	return sqldriver.WaitInline
@@ -81,12 +61,6 @@ func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
 func (p *Driver) LockWaitSQL(wait time.Duration) string {
 	return sqldriver.InlineWait(p.LockWaitStyle(), wait)
 }
-
-// Savepoint is SAVEPOINT name.
-func (*Driver) Savepoint(name string) string { return "SAVEPOINT " + name }
-
-// RollbackTo is ROLLBACK TO SAVEPOINT name.
-func (*Driver) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
 
 // ReleaseSavepoint is "": Oracle has no RELEASE SAVEPOINT; a savepoint
 // ends with its transaction.

@@ -11,13 +11,10 @@ import (
 )
 
 // Driver phrases lockplugin's statements for PostgreSQL.
-type Driver struct{ d dialects.Dialect }
+type Driver struct{ sqldriver.Standard }
 
 // New returns the driver for d, a PostgreSQL database.
-func New(d dialects.Dialect) *Driver { return &Driver{d: d} }
-
-// Dialect is the database the driver was made for.
-func (p *Driver) Dialect() dialects.Dialect { return p.d }
+func New(d dialects.Dialect) *Driver { return &Driver{sqldriver.Standard{D: d}} }
 
 // BindVar is $n.
 func (*Driver) BindVar(n int) string { return "$" + strconv.Itoa(n) }
@@ -29,35 +26,15 @@ func (*Driver) ReusesBindVars() bool { return true }
 // a comparison with 0.
 func (p *Driver) BigintBindVar(n int) string { return "CAST(" + p.BindVar(n) + " AS BIGINT)" }
 
-// QuoteIdent quotes with double quotes.
-func (*Driver) QuoteIdent(name string) string { return sqldriver.Quote(name, `"`, `"`) }
-
-// QuoteTable quotes schema and table.
-func (p *Driver) QuoteTable(name string) string { return sqldriver.QuoteParts(name, p.QuoteIdent, nil) }
-
 // NowMillis reads clock_timestamp(), the time of the statement's
 // evaluation, not of the transaction's start.
 func (*Driver) NowMillis() string {
 	return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 }
 
-// LockSQL is the feature's own keywords.
-func (p *Driver) LockSQL(f dialects.Feature) string {
-	if !p.d.Supports(f) {
-		return ""
-	}
-	return string(f)
-}
-
-// LockClauseSQL is LockSQL.
-func (p *Driver) LockClauseSQL(f dialects.Feature) string { return p.LockSQL(f) }
-
-// LatestRead is "": a plain read at READ COMMITTED sees the latest commit.
-func (*Driver) LatestRead() string { return "" }
-
 // LockWaitStyle is WaitSetting: SET LOCAL lock_timeout.
 func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
-	if !p.d.Supports(dialects.LockWait) {
+	if !p.D.Supports(dialects.LockWait) {
 		return sqldriver.WaitUnsupported
 	}
 	return sqldriver.WaitSetting
@@ -65,12 +42,3 @@ func (p *Driver) LockWaitStyle() sqldriver.WaitStyle {
 
 // LockWaitSQL is "": the wait is bounded by a setting.
 func (*Driver) LockWaitSQL(time.Duration) string { return "" }
-
-// Savepoint is SAVEPOINT name.
-func (*Driver) Savepoint(name string) string { return "SAVEPOINT " + name }
-
-// RollbackTo is ROLLBACK TO SAVEPOINT name.
-func (*Driver) RollbackTo(name string) string { return "ROLLBACK TO SAVEPOINT " + name }
-
-// ReleaseSavepoint is RELEASE SAVEPOINT name.
-func (*Driver) ReleaseSavepoint(name string) string { return "RELEASE SAVEPOINT " + name }
