@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -24,14 +26,24 @@ import (
 // that dies leaves the queue when its lease expires. Its create revision
 // is its place. Each waiter watches only the key just before its own (the
 // greatest create revision below its own), and the first one watches the
-// holder's key, so a release wakes one waiter, not all of them. The first
+// holder's key, so a release wakes one waiter, not all of them. A holder
+// releasing through ReleaseGrant hands the name to the first waiter
+// (handOff): one transaction puts the name's key with the waiter's owner
+// token on the waiter's etcd lease and deletes its queue key; the waiter,
+// watching the name's key, sees that put and holds the name without a
+// write of its own, its fence that put's revision. When the holder's key
+// goes otherwise (a Release without the grant, an expiry), the first
 // waiter takes the name in one transaction that also deletes its queue
 // key. A plain Acquire takes a free name only when nobody queues for it.
 //
 // Writes per acquisition that had to wait: the lease grant, the queue
-// put, the take and the release (a revoke): 4 Raft proposals, 3 of which
-// raise the revision. One that did not wait: grant, take, revoke. A
-// refused Acquire without waiting: no write (one read).
+// put, the handoff (the previous holder's release and this one's take in
+// one) and, at the release, the revoke of the lease the key left: 4 Raft
+// proposals, 2 of which raise the revision. One that did not wait: grant,
+// take, revoke. A refused Acquire without waiting: no write (one read).
+// Between two holders, etcd's concurrency.Mutex waits for a delete, the
+// waiter's watch and two reads; this queue for one read (which waiter is
+// first), the handoff and the watch.
 
 // queueDir is the prefix of name's queue keys. The name's length makes it
 // prefix-free: the queue of "a" does not hold the queue of "a/b".
@@ -245,7 +257,7 @@ func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h
 		}
 		r, err := s.client.Txn(wctx).Then(
 			clientv3.OpGet(qdir, append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(myRev - 1)}, clientv3.WithLastCreate()...)...),
-			clientv3.OpGet(key, clientv3.WithKeysOnly()),
+			clientv3.OpGet(key),
 			clientv3.OpGet(qkey, clientv3.WithKeysOnly()),
 		).Commit()
 		if err != nil {
@@ -256,6 +268,11 @@ func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h
 		}
 		before := r.Responses[0].GetResponseRange().Kvs
 		holder := r.Responses[1].GetResponseRange().Kvs
+		if len(holder) > 0 && handedTo(holder[0], owner, h) {
+			// Handed to us (handOff) since the last read; the key is on our
+			// lease, and only we would rewrite it.
+			return h.grantOf(holder[0].ModRevision), rn.lastSent(), true, false, nil
+		}
 		if len(r.Responses[2].GetResponseRange().Kvs) == 0 {
 			return g, sent, false, true, nil // our queue key has gone with its lease
 		}
@@ -263,13 +280,88 @@ func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h
 		case len(before) > 0:
 			s.waitDeleted(wctx, string(before[0].Key), r.Header.Revision)
 		case len(holder) > 0:
-			holderGone = s.waitDeleted(wctx, key, r.Header.Revision)
+			var fence int64
+			fence, holderGone = s.waitHolder(wctx, key, owner, h, r.Header.Revision)
+			if fence != 0 {
+				return h.grantOf(fence), rn.lastSent(), true, false, nil
+			}
 		default:
 			if ok, err := take(); ok || err != nil {
 				return g, sent, ok, false, err
 			}
 		}
 	}
+}
+
+// handedTo reports whether the name's key kv was handed to owner on h.
+func handedTo(kv *mvccpb.KeyValue, owner string, h handle) bool {
+	return string(kv.Value) == owner && kv.Lease == int64(h.id)
+}
+
+// waitHolder watches the name's key from the revision after rev until it
+// is handed to owner on h (handOff: the put's revision, the fence, is
+// returned) or deleted (gone); 0 and false when the watch ends otherwise
+// (ctx, a compaction, a lost connection; the caller reads the queue
+// again). Other puts (the holder moving its key to a new lease) are
+// passed over.
+func (s *Store) waitHolder(ctx context.Context, key, owner string, h handle, rev int64) (fence int64, gone bool) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for wr := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1)) {
+		if wr.Err() != nil {
+			return 0, false
+		}
+		for _, ev := range wr.Events {
+			switch {
+			case ev.Type == clientv3.EventTypeDelete:
+				return 0, true
+			case handedTo(ev.Kv, owner, h):
+				return ev.Kv.ModRevision, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// handOff gives name, held by owner on h, to the first waiter in its
+// queue, if any, in one transaction that puts the name's key with the
+// waiter's owner token on the waiter's etcd lease and deletes the
+// waiter's queue key, on condition that owner still holds the key on h
+// and the waiter is still queued. It reports whether it did; false after
+// an error too (the outcome may be unknown: the caller revokes h, which
+// frees the name if the handoff did not happen and nothing if it did).
+func (s *Store) handOff(ctx context.Context, name, owner string, h handle) bool {
+	key, qdir := s.Key(name), s.queueDir(name)
+	held := []clientv3.Cmp{
+		clientv3.Compare(clientv3.Value(key), "=", owner),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", h.id),
+	}
+	for range 3 { // the first waiter may leave between the read and the handoff
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(ctx).If(held...).Then(clientv3.OpGet(qdir, clientv3.WithFirstCreate()...)).Commit()
+		})
+		if err != nil || !r.Succeeded {
+			return false
+		}
+		first := r.Responses[0].GetResponseRange().Kvs
+		if len(first) == 0 || first[0].Lease == 0 {
+			return false // nobody waits
+		}
+		w := first[0]
+		cmps := append(slices.Clip(held), clientv3.Compare(clientv3.CreateRevision(string(w.Key)), "=", w.CreateRevision))
+		r, err = retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(ctx).If(cmps...).
+				Then(clientv3.OpPut(key, string(w.Value), clientv3.WithLease(clientv3.LeaseID(w.Lease))), clientv3.OpDelete(string(w.Key))).
+				Commit()
+		})
+		if err != nil {
+			return false
+		}
+		if r.Succeeded {
+			return true
+		}
+	}
+	return false
 }
 
 // waitDeleted watches key from the revision after rev until it is deleted
