@@ -326,32 +326,41 @@ func (s *Store) waitHolder(ctx context.Context, key, owner string, h handle, rev
 // handOff gives name, held by owner on h, to the first waiter in its
 // queue, if any, in one transaction that puts the name's key with the
 // waiter's owner token on the waiter's etcd lease and deletes the
-// waiter's queue key, on condition that owner still holds the key on h
-// and the waiter is still queued. It reports whether it did; false after
-// an error too (the outcome may be unknown: the caller revokes h, which
-// frees the name if the handoff did not happen and nothing if it did).
+// waiter's queue key and the fence note, on condition that owner still
+// holds the key on h and the waiter is still queued. It reports whether
+// it did; false after an error too (the outcome may be unknown: the
+// caller revokes h, which frees the name if the handoff did not happen
+// and nothing if it did).
+//
+// Which waiter is first is read from the nearest member without a
+// quorum round (a serializable read): the transaction's conditions make
+// a stale answer safe, and its Else branch reads the queue afresh
+// (linearizably, as every transaction) for the next try. A stale "nobody
+// waits" makes it return false: the caller's revoke then deletes the key,
+// and the first waiter takes the name itself.
 func (s *Store) handOff(ctx context.Context, name, owner string, h handle) bool {
 	key, qdir := s.Key(name), s.queueDir(name)
 	held := []clientv3.Cmp{
 		clientv3.Compare(clientv3.Value(key), "=", owner),
 		clientv3.Compare(clientv3.LeaseValue(key), "=", h.id),
 	}
+	r, err := retry(ctx, s, func() (*clientv3.GetResponse, error) {
+		return s.client.Get(ctx, qdir, append(clientv3.WithFirstCreate(), clientv3.WithSerializable())...)
+	})
+	if err != nil {
+		return false
+	}
+	first := r.Kvs
 	for range 3 { // the first waiter may leave between the read and the handoff
-		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
-			return s.client.Txn(ctx).If(held...).Then(clientv3.OpGet(qdir, clientv3.WithFirstCreate()...)).Commit()
-		})
-		if err != nil || !r.Succeeded {
-			return false
-		}
-		first := r.Responses[0].GetResponseRange().Kvs
 		if len(first) == 0 || first[0].Lease == 0 {
 			return false // nobody waits
 		}
 		w := first[0]
 		cmps := append(slices.Clip(held), clientv3.Compare(clientv3.CreateRevision(string(w.Key)), "=", w.CreateRevision))
-		r, err = retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
 			return s.client.Txn(ctx).If(cmps...).
-				Then(clientv3.OpPut(key, string(w.Value), clientv3.WithLease(clientv3.LeaseID(w.Lease))), clientv3.OpDelete(string(w.Key))).
+				Then(clientv3.OpPut(key, string(w.Value), clientv3.WithLease(clientv3.LeaseID(w.Lease))), clientv3.OpDelete(string(w.Key)), clientv3.OpDelete(s.noteKey(name))).
+				Else(clientv3.OpGet(qdir, clientv3.WithFirstCreate()...), clientv3.OpGet(key, clientv3.WithKeysOnly())).
 				Commit()
 		})
 		if err != nil {
@@ -360,6 +369,10 @@ func (s *Store) handOff(ctx context.Context, name, owner string, h handle) bool 
 		if r.Succeeded {
 			return true
 		}
+		if k := r.Responses[1].GetResponseRange().Kvs; len(k) == 0 || k[0].Lease != int64(h.id) {
+			return false // not ours (any more): the revoke tells
+		}
+		first = r.Responses[0].GetResponseRange().Kvs
 	}
 	return false
 }
