@@ -43,9 +43,9 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke), lease.Queuer (a
-// waiting Acquire queues by revision and watches only its predecessor;
-// see AcquireQueued), lease.Waiter, and Holder, WatchHolder and
+// a refresh is one keep-alive, a release one revoke, or a handoff to the
+// first waiter), lease.Queuer (a waiting Acquire queues by revision and
+// is handed the name in turn; see AcquireQueued), lease.Waiter, and Holder, WatchHolder and
 // WatchRelease (who holds a name, and a watch on it, for package
 // election's Leader, Observe and Campaign). Lock names starting with
 // "\x00" are refused: the wait queues' keys and the fence notes start so.
@@ -454,10 +454,11 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 }
 
 // ReleaseGrant frees the acquisition g: when somebody waits in name's
-// queue, it first hands the name to the first waiter (handOff: one read,
-// one transaction that is the waiter's take too); then one revoke of g's
-// etcd lease, which deletes the key with it unless it was handed on. A
-// lease without expiry is released as Release does.
+// queue, it hands the name to the first waiter (handOff: one serializable
+// read, one transaction that is the waiter's take too) and keeps g's etcd
+// lease, now without keys, as a spare for the next grant (or revokes it);
+// otherwise one revoke of g's etcd lease, which deletes the key with it.
+// A lease without expiry is released as Release does.
 func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Grant) (bool, error) {
 	h, ok := g.Handle.(handle)
 	if !ok || h.id == 0 {
