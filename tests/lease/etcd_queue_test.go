@@ -410,3 +410,136 @@ func TestContendCatchesOverlap(t *testing.T) {
 		t.Fatalf("grant-everyone store: %v; the harness missed overlaps or regressions", h)
 	}
 }
+
+// TestEtcdQueueHandoffFence: a releasing holder hands the name to the
+// first waiter; the waiter's fence is above the holder's, Holder reports
+// it, the waiter's own rewrites of its key (a repeated Acquire, a Refresh
+// with another TTL: the key moves to a new etcd lease) keep it, and the
+// next holder's fence is above it.
+func TestEtcdQueueHandoffFence(t *testing.T) {
+	t.Parallel()
+	c := servers.StartEtcdCluster(t)
+	s := etcdstoreOn(etcdClient(t, c))
+	ctx := context.Background()
+	name := namePrefix + "i25_handoff_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ttl := 5 * time.Second
+	ga, ok, err := s.AcquireGrant(ctx, name, "owner-a", ttl)
+	if err != nil || !ok {
+		t.Fatalf("a: ok=%v err=%v", ok, err)
+	}
+	type got struct {
+		g   lease.Grant
+		ok  bool
+		err error
+	}
+	bc := make(chan got, 1)
+	go func() {
+		g, _, ok, err := s.AcquireQueued(ctx, name, "owner-b", ttl)
+		bc <- got{g, ok, err}
+	}()
+	// Wait until b queues, then release: the name goes to b by handoff.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if f, held, err := s.Holder(ctx, name); err != nil || !held || f != ga.Fence {
+			t.Fatalf("Holder while a holds: %d %v %v, want %d", f, held, err, ga.Fence)
+		}
+		// A plain Acquire is refused while b queues for a free name too.
+		if _, ok, err := s.AcquireGrant(ctx, name, "owner-x", ttl); err != nil || ok {
+			t.Fatalf("a stranger's Acquire while held: ok=%v err=%v", ok, err)
+		}
+		r, err := etcdClient(t, c).Get(ctx, s.Key("\x00q/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Count > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b did not queue")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ok, err := s.ReleaseGrant(ctx, name, "owner-a", ga); err != nil || !ok {
+		t.Fatalf("a's release: ok=%v err=%v", ok, err)
+	}
+	b := <-bc
+	if b.err != nil || !b.ok {
+		t.Fatalf("b: ok=%v err=%v", b.ok, b.err)
+	}
+	if b.g.Fence <= ga.Fence {
+		t.Fatalf("b's fence %d after a's %d", b.g.Fence, ga.Fence)
+	}
+	holder := func(what string) {
+		t.Helper()
+		if f, held, err := s.Holder(ctx, name); err != nil || !held || f != b.g.Fence {
+			t.Fatalf("Holder %s: %d %v %v, want b's fence %d", what, f, held, err, b.g.Fence)
+		}
+	}
+	holder("after the handoff")
+	if g, ok, err := s.AcquireGrant(ctx, name, "owner-b", 3*ttl); err != nil || !ok || g.Fence != b.g.Fence {
+		t.Fatalf("b's repeated Acquire: fence %d ok=%v err=%v, want fence %d", g.Fence, ok, err, b.g.Fence)
+	}
+	holder("after b's repeated Acquire")
+	if ok, err := s.Refresh(ctx, name, "owner-b", ttl); err != nil || !ok {
+		t.Fatalf("b's Refresh: ok=%v err=%v", ok, err)
+	}
+	holder("after b's Refresh")
+	if ok, err := s.Release(ctx, name, "owner-b"); err != nil || !ok {
+		t.Fatalf("b's Release: ok=%v err=%v", ok, err)
+	}
+	gc, ok, err := s.AcquireGrant(ctx, name, "owner-c", ttl)
+	if err != nil || !ok || gc.Fence <= b.g.Fence {
+		t.Fatalf("c: fence %d ok=%v err=%v, want above b's %d", gc.Fence, ok, err, b.g.Fence)
+	}
+	if f, _, _ := s.Holder(ctx, name); f != gc.Fence {
+		t.Fatalf("Holder after c took the name: %d, want %d", f, gc.Fence)
+	}
+	_, _ = s.ReleaseGrant(ctx, name, "owner-c", gc)
+}
+
+// TestEtcdQueueDeadFirstWaiter: the first waiter is dead (its queue key
+// on an etcd lease nobody renews): the holder's release hands it the
+// name, its lease expires, and the next waiter takes the name then.
+func TestEtcdQueueDeadFirstWaiter(t *testing.T) {
+	t.Parallel()
+	c := servers.StartEtcdCluster(t)
+	cl := etcdClient(t, c)
+	ms, _ := i25EtcdWorkers(t, c, 2)
+	s := etcdstoreOn(cl)
+	ctx := context.Background()
+	name := namePrefix + "i25_dead_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	holder, err := ms[0].Acquire(ctx, name, lease.TTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A ghost queues as the store would, on a 2 s lease nobody renews.
+	gl, err := cl.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qkey := s.Key("\x00q/" + strconv.Itoa(len(name)) + ":" + name + "/ghost")
+	if _, err := cl.Put(ctx, qkey, "ghost", clientv3.WithLease(gl.ID)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var fence int64
+	go func() {
+		l, err := ms[1].Acquire(ctx, name, lease.TTL(5*time.Second), lease.WaitAtMost(15*time.Second))
+		if err == nil {
+			fence = l.Fence()
+			_ = l.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter behind a dead one: %v", err)
+	}
+	t.Logf("the waiter behind a dead one got the name %v after the release (the dead one's lease: 2 s)", time.Since(released).Round(time.Millisecond))
+	if fence <= holder.Fence() {
+		t.Fatalf("fence %d after %d", fence, holder.Fence())
+	}
+}
