@@ -45,7 +45,8 @@ import (
 // without keys is kept as a spare and renewed (a keep-alive, not a
 // proposal) for the store's next acquisition of the same TTL; a grant and
 // a revoke are needed only when there is no spare. One that did not wait:
-// grant (or a spare), take, revoke. A refused Acquire without waiting: no
+// the take and the release's delete (and a grant when there is no spare).
+// A refused Acquire without waiting: no
 // write (one read). Between two holders etcd's concurrency.Mutex waits for
 // a delete, the next waiter's watch event and two reads; this queue for
 // one serializable read (which waiter is first: the nearest member
@@ -405,17 +406,15 @@ func handedTo(kv *mvccpb.KeyValue, owner string, h handle) bool {
 // waiter's owner token on the waiter's etcd lease and deletes the
 // waiter's queue key and the fence note, on condition that owner still
 // holds the key on h and the waiter is still queued. It reports whether
-// it did; false after an error too (the outcome may be unknown: the
-// caller revokes h, which frees the name if the handoff did not happen
-// and nothing if it did).
+// it did, and an error when it sent a handoff whose outcome is unknown.
 //
 // Which waiter is first is read from the nearest member without a
 // quorum round (a serializable read): the transaction's conditions make
 // a stale answer safe, and its Else branch reads the queue afresh
 // (linearizably, as every transaction) for the next try. A stale "nobody
-// waits" makes it return false: the caller's revoke then deletes the key,
-// and the first waiter takes the name itself.
-func (s *Store) handOff(ctx context.Context, name, owner string, h handle) bool {
+// waits" makes it return false: the caller deletes the key, and the first
+// waiter takes the name itself.
+func (s *Store) handOff(ctx context.Context, name, owner string, h handle) (bool, error) {
 	key, qdir := s.Key(name), s.queueDir(name)
 	held := []clientv3.Cmp{
 		clientv3.Compare(clientv3.Value(key), "=", owner),
@@ -425,12 +424,12 @@ func (s *Store) handOff(ctx context.Context, name, owner string, h handle) bool 
 		return s.client.Get(ctx, qdir, append(clientv3.WithFirstCreate(), clientv3.WithSerializable())...)
 	})
 	if err != nil {
-		return false
+		return false, nil // nothing written
 	}
 	first := r.Kvs
 	for range 3 { // the first waiter may leave between the read and the handoff
 		if len(first) == 0 || first[0].Lease == 0 {
-			return false // nobody waits
+			return false, nil // nobody waits
 		}
 		w := first[0]
 		cmps := append(slices.Clip(held), clientv3.Compare(clientv3.CreateRevision(string(w.Key)), "=", w.CreateRevision))
@@ -441,15 +440,15 @@ func (s *Store) handOff(ctx context.Context, name, owner string, h handle) bool 
 				Commit()
 		})
 		if err != nil {
-			return false
+			return false, fmt.Errorf("etcdstore: release: handing %q on: %w", name, err)
 		}
 		if r.Succeeded {
-			return true
+			return true, nil
 		}
 		if k := r.Responses[1].GetResponseRange().Kvs; len(k) == 0 || k[0].Lease != int64(h.id) {
-			return false // not ours (any more): the revoke tells
+			return false, nil // not ours (any more)
 		}
 		first = r.Responses[0].GetResponseRange().Kvs
 	}
-	return false
+	return false, nil
 }

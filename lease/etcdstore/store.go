@@ -43,12 +43,14 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke, or a handoff to the
-// first waiter), lease.Queuer (a waiting Acquire queues by revision and
-// is handed the name in turn; see AcquireQueued), lease.Waiter, and Holder, WatchHolder and
-// WatchRelease (who holds a name, and a watch on it, for package
-// election's Leader, Observe and Campaign). Lock names starting with
-// "\x00" are refused: the wait queues' keys and the fence notes start so.
+// a refresh is one keep-alive; a release is a handoff to the first
+// waiter or a conditional delete, the etcd lease kept as a spare for the
+// next grant), lease.Queuer (a waiting Acquire queues by revision and is
+// handed the name in turn; see AcquireQueued), lease.Waiter, and Holder,
+// WatchHolder and WatchRelease (who holds a name, and a watch on it, for
+// package election's Leader, Observe and Campaign). Lock names starting
+// with "\x00" are refused: the wait queues' keys and the fence notes
+// start so.
 package etcdstore
 
 import (
@@ -455,10 +457,18 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 
 // ReleaseGrant frees the acquisition g: when somebody waits in name's
 // queue, it hands the name to the first waiter (handOff: one serializable
-// read, one transaction that is the waiter's take too) and keeps g's etcd
-// lease, now without keys, as a spare for the next grant (or revokes it);
-// otherwise one revoke of g's etcd lease, which deletes the key with it.
-// A lease without expiry is released as Release does.
+// read, one transaction that is the waiter's take too); otherwise one
+// transaction deletes the key if owner still holds it on g's etcd lease.
+// Either way g's etcd lease, now without keys, is kept as a spare for the
+// next grant (or revoked when there are enough). When a handoff's outcome
+// is unknown, g's etcd lease is revoked: that frees the name if the
+// handoff did not happen, and nothing if it did. A lease without expiry
+// is released as Release does.
+//
+// The lease is never revoked on a guess: once kept as a spare it may
+// carry another acquisition's key, so a release repeated after its first
+// reply was lost must not revoke it; the conditional delete answers such
+// a release "not held".
 func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Grant) (bool, error) {
 	h, ok := g.Handle.(handle)
 	if !ok || h.id == 0 {
@@ -467,23 +477,41 @@ func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Gr
 	if err := s.check(ctx, name, owner, 0); err != nil {
 		return false, err
 	}
-	if at := time.Now(); s.handOff(ctx, name, owner, h) {
-		// No key is left on h: keep it for the next grant.
-		if !s.spare.keep(h, at) {
-			s.revoke(ctx, h)
+	at := time.Now()
+	handed, err := s.handOff(ctx, name, owner, h)
+	if err != nil {
+		// The handoff's outcome is unknown. h is this acquisition's alone
+		// still (only this call could make it a spare): owner's key, if it
+		// is still there, is the only key on it (the key moves off a lease
+		// only by owner's own calls, which Manager serialises), so revoking
+		// h frees exactly owner's lease, or nothing.
+		_, err := retry(ctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return false, nil // expired
+		case err != nil:
+			return false, fmt.Errorf("etcdstore: release: %w", err)
 		}
 		return true, nil
 	}
-	// Only owner's key is attached to h (the key moves off a lease only by
-	// owner's own calls, which Manager serialises, or by handOff, which
-	// leaves it on the waiter's lease), so revoking h frees exactly owner's
-	// lease; after a handOff whose outcome is unknown it frees nothing.
-	_, err := retry(ctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
-	switch {
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		return false, nil // expired
-	case err != nil:
-		return false, fmt.Errorf("etcdstore: release: %w", err)
+	if !handed {
+		key := s.Key(name)
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.Value(key), "=", owner), clientv3.Compare(clientv3.LeaseValue(key), "=", h.id)).
+				Then(clientv3.OpDelete(key), clientv3.OpDelete(s.noteKey(name))).
+				Commit()
+		})
+		if err != nil {
+			return false, fmt.Errorf("etcdstore: release: %w", err)
+		}
+		if !r.Succeeded {
+			return false, nil // expired, or released already
+		}
+	}
+	// No key is left on h: keep it for the next grant.
+	if !s.spare.keep(h, at) {
+		s.revoke(ctx, h)
 	}
 	return true, nil
 }

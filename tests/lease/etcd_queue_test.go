@@ -543,3 +543,73 @@ func TestEtcdQueueDeadFirstWaiter(t *testing.T) {
 		t.Fatalf("fence %d after %d", fence, holder.Fence())
 	}
 }
+
+// TestEtcdSpareLeaseRepeatedRelease: a released acquisition's etcd lease
+// (released by a handoff to a waiter, then without one) is kept as a
+// spare and carries the next acquisition's key; a release of the first
+// repeated (as after a lost reply) answers not held and leaves the
+// others held.
+func TestEtcdSpareLeaseRepeatedRelease(t *testing.T) {
+	t.Parallel()
+	c := servers.StartEtcdCluster(t)
+	s := etcdstoreOn(etcdClient(t, c))
+	ctx := context.Background()
+	base := namePrefix + "i25_spare_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ttl := 5 * time.Second
+	for _, handoff := range []bool{true, false} {
+		name, other := base+"_"+strconv.FormatBool(handoff), base+"_other_"+strconv.FormatBool(handoff)
+		ga, ok, err := s.AcquireGrant(ctx, name, "owner-a", ttl)
+		if err != nil || !ok {
+			t.Fatalf("a: ok=%v err=%v", ok, err)
+		}
+		wc := make(chan lease.Grant, 1)
+		if handoff {
+			go func() {
+				g, _, ok, err := s.AcquireQueued(ctx, name, "owner-w", ttl)
+				if err != nil || !ok {
+					t.Errorf("w: ok=%v err=%v", ok, err)
+				}
+				wc <- g
+			}()
+			for {
+				r, err := etcdClient(t, c).Get(ctx, s.Key("\x00q/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Count > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if ok, err := s.ReleaseGrant(ctx, name, "owner-a", ga); err != nil || !ok {
+			t.Fatalf("a's release: ok=%v err=%v", ok, err)
+		}
+		var gw lease.Grant
+		if handoff {
+			gw = <-wc
+		}
+		gb, ok, err := s.AcquireGrant(ctx, other, "owner-b", ttl)
+		if err != nil || !ok {
+			t.Fatalf("b: ok=%v err=%v", ok, err)
+		}
+		if gb.Handle != ga.Handle {
+			t.Errorf("handoff %v: b did not get a's etcd lease as a spare (%v, %v)", handoff, gb.Handle, ga.Handle)
+		}
+		if ok, err := s.ReleaseGrant(ctx, name, "owner-a", ga); err != nil || ok {
+			t.Fatalf("handoff %v: a's repeated release: ok=%v err=%v, want not held", handoff, ok, err)
+		}
+		if f, held, err := s.Holder(ctx, other); err != nil || !held || f != gb.Fence {
+			t.Fatalf("handoff %v: after a's repeated release: b's Holder %d %v %v, want fence %d", handoff, f, held, err, gb.Fence)
+		}
+		if handoff {
+			if f, held, err := s.Holder(ctx, name); err != nil || !held || f != gw.Fence {
+				t.Fatalf("after a's repeated release: w's Holder %d %v %v, want fence %d", f, held, err, gw.Fence)
+			}
+			_, _ = s.ReleaseGrant(ctx, name, "owner-w", gw)
+		}
+		if ok, err := s.ReleaseGrant(ctx, other, "owner-b", gb); err != nil || !ok {
+			t.Fatalf("b's release: ok=%v err=%v", ok, err)
+		}
+	}
+}
