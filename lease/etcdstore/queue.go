@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -22,16 +24,33 @@ import (
 // with WaitAtMost) joins name's queue: a key <prefix>\x00q/<len>:<name>/<owner>
 // attached to the etcd lease it will hold the name with, so that a waiter
 // that dies leaves the queue when its lease expires. Its create revision
-// is its place. Each waiter watches only the key just before its own (the
-// greatest create revision below its own), and the first one watches the
-// holder's key, so a release wakes one waiter, not all of them. The first
-// waiter takes the name in one transaction that also deletes its queue
-// key. A plain Acquire takes a free name only when nobody queues for it.
+// is its place. A holder releasing through ReleaseGrant hands the name to
+// the first waiter (handOff): one transaction puts the name's key with
+// the waiter's owner token on the waiter's etcd lease and deletes its
+// queue key. Each waiter watches the name's key, from before it queued
+// (a watch registered at the current revision, so that etcd delivers each
+// change as it applies it): the handoff's put tells the waiter it names
+// that it holds the name, its fence that put's revision, with no request
+// of its own; the other waiters pass over it. When the name's key goes
+// otherwise (a Release without the grant, an expiry, a handoff that found
+// nobody), the waiters read the queue, and the first takes the name in
+// one transaction that also deletes its queue key (one that is not first
+// watches its predecessor's queue key meanwhile, so that a predecessor
+// that died in the queue does not hold it up past its lease). A plain
+// Acquire takes a free name only when nobody queues for it.
 //
-// Writes per acquisition that had to wait: the lease grant, the queue
-// put, the take and the release (a revoke): 4 Raft proposals, 3 of which
-// raise the revision. One that did not wait: grant, take, revoke. A
-// refused Acquire without waiting: no write (one read).
+// Writes per acquisition that had to wait: the queue put and the handoff
+// (the previous holder's release and this one's take in one): 2 Raft
+// proposals, both raising the revision. The etcd lease a handoff leaves
+// without keys is kept as a spare and renewed (a keep-alive, not a
+// proposal) for the store's next acquisition of the same TTL; a grant and
+// a revoke are needed only when there is no spare. One that did not wait:
+// the take and the release's delete (and a grant when there is no spare).
+// A refused Acquire without waiting: no
+// write (one read). Between two holders etcd's concurrency.Mutex waits for
+// a delete, the next waiter's watch event and two reads; this queue for
+// one serializable read (which waiter is first: the nearest member
+// answers, no quorum round), the handoff and the watch event.
 
 // queueDir is the prefix of name's queue keys. The name's length makes it
 // prefix-free: the queue of "a" does not hold the queue of "a/b".
@@ -81,9 +100,9 @@ func retry[T any](ctx context.Context, s *Store, op func() (T, error)) (T, error
 }
 
 // AcquireQueued takes name for owner, waiting in name's queue while it is
-// held or others wait for it (see lease.Queuer). The fence is the holder
-// key's create revision, as for AcquireGrant: the take's revision, above
-// every fence before it.
+// held or others wait for it (see lease.Queuer). The fence is the
+// revision of the write that gave owner the name's key (its take, or the
+// previous holder's handoff), above every fence before it.
 func (s *Store) AcquireQueued(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, time.Time, bool, error) {
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return lease.Grant{}, time.Time{}, false, err
@@ -93,9 +112,17 @@ func (s *Store) AcquireQueued(ctx context.Context, name, owner string, ttl time.
 	}
 	key, qkey := s.Key(name), s.queueDir(name)+owner
 	for {
+		// The watch on the name's key starts before the queue key is
+		// written, at the current revision (so that etcd delivers its events
+		// at once, not from its history), and misses nothing after it.
+		kw, err := s.watchKey(ctx, key)
+		if err != nil {
+			return lease.Grant{}, time.Time{}, false, err
+		}
 		sent := time.Now()
 		h, err := s.grant(ctx, ttl)
 		if err != nil {
+			kw.stop()
 			return lease.Grant{}, time.Time{}, false, err
 		}
 		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
@@ -106,24 +133,30 @@ func (s *Store) AcquireQueued(ctx context.Context, name, owner string, ttl time.
 				Commit()
 		})
 		if err != nil {
+			kw.stop()
 			s.revoke(ctx, h)
 			return lease.Grant{}, time.Time{}, false, fmt.Errorf("etcdstore: acquire: %w", err)
 		}
 		if r.Succeeded {
+			kw.stop()
 			return h.grantOf(r.Header.Revision), sent, true, nil
 		}
-		if holder := r.Responses[2].GetResponseRange().Kvs; len(holder) > 0 && string(holder[0].Value) == owner {
+		holder := r.Responses[2].GetResponseRange().Kvs
+		if len(holder) > 0 && string(holder[0].Value) == owner {
 			// A retry whose first reply was lost: owner holds it already.
+			kw.stop()
 			s.revoke(ctx, h)
 			g, ok, err := s.AcquireGrant(ctx, name, owner, ttl)
 			return g, sent, ok, err
 		}
 		mine := r.Responses[1].GetResponseRange().Kvs
 		if len(mine) == 0 {
+			kw.stop()
 			s.revoke(ctx, h)
 			return lease.Grant{}, time.Time{}, false, errors.New("etcdstore: acquire: the queue key vanished within its own transaction")
 		}
-		g, sent, ok, again, err := s.waitTurn(ctx, name, owner, mine[0].CreateRevision, h, sent)
+		g, sent, ok, again, err := s.waitTurn(ctx, name, owner, mine[0].CreateRevision, h, sent, kw, len(holder) > 0)
+		kw.stop()
 		if ok {
 			return g, sent, true, nil
 		}
@@ -200,11 +233,56 @@ func (s *Store) keepAlive(ctx context.Context, h handle, rn *renewer, lost conte
 	}
 }
 
-// waitTurn waits until owner's queue key, of create revision myRev, is the
-// first in name's queue and the name is free, and then takes it. again
-// reports that the queue key is gone (its lease expired): the caller
-// queues anew.
-func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h handle, granted time.Time) (g lease.Grant, sent time.Time, ok, again bool, err error) {
+// keyWatch is a watch on a name's key, every event.
+type keyWatch struct {
+	ch     clientv3.WatchChan
+	cancel context.CancelFunc
+}
+
+func (kw *keyWatch) stop() { kw.cancel() }
+
+// watchKey starts a watch on key and returns once etcd has registered it,
+// at the current revision: every change after that is delivered, as soon
+// as it is applied (a watch from a past revision is caught up only by
+// etcd's periodic sync, every 100 ms).
+func (s *Store) watchKey(ctx context.Context, key string) (*keyWatch, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	ch := s.client.Watch(wctx, key, clientv3.WithCreatedNotify())
+	select {
+	case wr, open := <-ch:
+		if open && wr.Created && wr.Err() == nil {
+			return &keyWatch{ch, cancel}, nil
+		}
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := wr.Err(); err != nil {
+			return nil, fmt.Errorf("etcdstore: watching %q: %w", key, err)
+		}
+		return nil, fmt.Errorf("etcdstore: watching %q: the watch ended before it started", key)
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// waitTurn waits until owner, queued with the queue key of create
+// revision myRev on h, holds name: handed to it by the holder (handOff),
+// or taken by it when the name's key is deleted while it is first in the
+// queue. kw watches the name's key since before the queue key was
+// written; held says the key existed when it was. again reports that the
+// queue key is gone (its lease expired): the caller queues anew.
+//
+// Every waiter watches the name's key; a handoff's put, with the waiter's
+// owner token and etcd lease, says whose turn it is, and the others pass
+// over it without a request. A deletion of the key (an expiry, a Release
+// without the grant, a handoff that found nobody) makes each waiter read
+// the queue; the first takes the name, and one that is not first watches
+// its predecessor's queue key until the name is taken, so that a
+// predecessor dead in the queue (its key left to expire) does not hold it
+// up.
+func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h handle, granted time.Time, kw *keyWatch, held bool) (g lease.Grant, sent time.Time, ok, again bool, err error) {
 	key, qdir := s.Key(name), s.queueDir(name)
 	qkey := qdir + owner
 	rn := &renewer{last: granted}
@@ -231,60 +309,146 @@ func (s *Store) waitTurn(ctx context.Context, name, owner string, myRev int64, h
 		g, sent = h.grantOf(r.Header.Revision), rn.lastSent()
 		return true, nil
 	}
+	handed := func(fence int64) (lease.Grant, time.Time, bool, bool, error) {
+		// The key is on our lease; only we would rewrite it. The TTL runs
+		// from the last renewal.
+		return h.grantOf(fence), rn.lastSent(), true, false, nil
+	}
 
-	holderGone := false // the last wake-up was the holder's key going
+	// pred watches the predecessor's queue key while the name is free and
+	// someone is before us.
+	var pred clientv3.WatchChan
+	predStop := func() {}
+	defer func() { predStop() }()
+	read := !held
 	for {
-		if holderGone {
-			holderGone = false
-			if ok, err := take(); ok || err != nil {
-				return g, sent, ok, false, err
+		if read {
+			read = false
+			predStop()
+			pred = nil
+			r, err := s.client.Txn(wctx).Then(
+				clientv3.OpGet(qdir, append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(myRev - 1)}, clientv3.WithLastCreate()...)...),
+				clientv3.OpGet(key),
+				clientv3.OpGet(qkey, clientv3.WithKeysOnly()),
+			).Commit()
+			if err != nil {
+				if wctx.Err() != nil {
+					return g, sent, false, ctx.Err() == nil, ctx.Err()
+				}
+				return g, sent, false, false, fmt.Errorf("etcdstore: waiting for %q: %w", name, err)
 			}
-		}
-		if err := wctx.Err(); err != nil {
-			return g, sent, false, ctx.Err() == nil, ctx.Err()
-		}
-		r, err := s.client.Txn(wctx).Then(
-			clientv3.OpGet(qdir, append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(myRev - 1)}, clientv3.WithLastCreate()...)...),
-			clientv3.OpGet(key, clientv3.WithKeysOnly()),
-			clientv3.OpGet(qkey, clientv3.WithKeysOnly()),
-		).Commit()
-		if err != nil {
-			if wctx.Err() != nil {
+			before := r.Responses[0].GetResponseRange().Kvs
+			holder := r.Responses[1].GetResponseRange().Kvs
+			switch {
+			case len(holder) > 0 && handedTo(holder[0], owner, h):
+				return handed(holder[0].ModRevision)
+			case len(r.Responses[2].GetResponseRange().Kvs) == 0:
+				return g, sent, false, true, nil // our queue key has gone with its lease
+			case len(holder) > 0:
+				// Held: its release or expiry comes through kw.
+			case len(before) > 0:
+				pctx, cancel := context.WithCancel(clientv3.WithRequireLeader(wctx))
+				pred, predStop = s.client.Watch(pctx, string(before[0].Key), clientv3.WithRev(r.Header.Revision+1), clientv3.WithFilterPut()), cancel
+			default:
+				if ok, err := take(); ok || err != nil {
+					return g, sent, ok, false, err
+				}
+				read = true
 				continue
 			}
-			return g, sent, false, false, fmt.Errorf("etcdstore: waiting for %q: %w", name, err)
 		}
-		before := r.Responses[0].GetResponseRange().Kvs
-		holder := r.Responses[1].GetResponseRange().Kvs
-		if len(r.Responses[2].GetResponseRange().Kvs) == 0 {
-			return g, sent, false, true, nil // our queue key has gone with its lease
-		}
-		switch {
-		case len(before) > 0:
-			s.waitDeleted(wctx, string(before[0].Key), r.Header.Revision)
-		case len(holder) > 0:
-			holderGone = s.waitDeleted(wctx, key, r.Header.Revision)
-		default:
-			if ok, err := take(); ok || err != nil {
-				return g, sent, ok, false, err
+		select {
+		case <-wctx.Done():
+			return g, sent, false, ctx.Err() == nil, ctx.Err()
+		case wr, open := <-kw.ch:
+			if !open || wr.Err() != nil {
+				// Lost (no leader, a compaction, a broken connection): watch
+				// again, and read what the watch may have missed.
+				kw.stop()
+				nw, err := s.watchKey(wctx, key)
+				if err != nil {
+					if wctx.Err() != nil {
+						continue
+					}
+					return g, sent, false, false, err
+				}
+				*kw, read = *nw, true
+				continue
+			}
+			for _, ev := range wr.Events {
+				switch {
+				case handedTo(ev.Kv, owner, h):
+					return handed(ev.Kv.ModRevision)
+				case ev.Type == clientv3.EventTypeDelete:
+					read = true
+				default:
+					// Taken or handed to another: wait for its release.
+					read = false
+					predStop()
+					pred = nil
+				}
+			}
+		case wr, open := <-pred:
+			if !open || wr.Err() != nil || len(wr.Events) > 0 {
+				read = true
 			}
 		}
 	}
 }
 
-// waitDeleted watches key from the revision after rev until it is deleted
-// (true), or the watch ends otherwise (false: ctx, a compaction, a lost
-// connection; the caller reads the queue again).
-func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) bool {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
-		if wr.Err() != nil {
-			return false
-		}
-		if len(wr.Events) > 0 {
-			return true
-		}
+// handedTo reports whether the name's key kv was handed to owner on h.
+func handedTo(kv *mvccpb.KeyValue, owner string, h handle) bool {
+	return string(kv.Value) == owner && kv.Lease == int64(h.id)
+}
+
+// handOff gives name, held by owner on h, to the first waiter in its
+// queue, if any, in one transaction that puts the name's key with the
+// waiter's owner token on the waiter's etcd lease and deletes the
+// waiter's queue key and the fence note, on condition that owner still
+// holds the key on h and the waiter is still queued. It reports whether
+// it did, and an error when it sent a handoff whose outcome is unknown.
+//
+// Which waiter is first is read from the nearest member without a
+// quorum round (a serializable read): the transaction's conditions make
+// a stale answer safe, and its Else branch reads the queue afresh
+// (linearizably, as every transaction) for the next try. A stale "nobody
+// waits" makes it return false: the caller deletes the key, and the first
+// waiter takes the name itself.
+func (s *Store) handOff(ctx context.Context, name, owner string, h handle) (bool, error) {
+	key, qdir := s.Key(name), s.queueDir(name)
+	held := []clientv3.Cmp{
+		clientv3.Compare(clientv3.Value(key), "=", owner),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", h.id),
 	}
-	return false
+	r, err := retry(ctx, s, func() (*clientv3.GetResponse, error) {
+		return s.client.Get(ctx, qdir, append(clientv3.WithFirstCreate(), clientv3.WithSerializable())...)
+	})
+	if err != nil {
+		return false, nil // nothing written
+	}
+	first := r.Kvs
+	for range 3 { // the first waiter may leave between the read and the handoff
+		if len(first) == 0 || first[0].Lease == 0 {
+			return false, nil // nobody waits
+		}
+		w := first[0]
+		cmps := append(slices.Clip(held), clientv3.Compare(clientv3.CreateRevision(string(w.Key)), "=", w.CreateRevision))
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(ctx).If(cmps...).
+				Then(clientv3.OpPut(key, string(w.Value), clientv3.WithLease(clientv3.LeaseID(w.Lease))), clientv3.OpDelete(string(w.Key)), clientv3.OpDelete(s.noteKey(name))).
+				Else(clientv3.OpGet(qdir, clientv3.WithFirstCreate()...), clientv3.OpGet(key, clientv3.WithKeysOnly())).
+				Commit()
+		})
+		if err != nil {
+			return false, fmt.Errorf("etcdstore: release: handing %q on: %w", name, err)
+		}
+		if r.Succeeded {
+			return true, nil
+		}
+		if k := r.Responses[1].GetResponseRange().Kvs; len(k) == 0 || k[0].Lease != int64(h.id) {
+			return false, nil // not ours (any more)
+		}
+		first = r.Responses[0].GetResponseRange().Kvs
+	}
+	return false, nil
 }

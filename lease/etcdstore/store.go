@@ -26,10 +26,16 @@
 // Each acquisition is one key, <prefix><name>, holding the owner token and
 // attached to an etcd lease of its own: etcd deletes the key when that
 // lease expires, on the leader's clock, and a new leader extends every
-// lease it inherits rather than shortening it. The fence is the key's
-// create revision: etcd's revision counter is one for the whole cluster,
-// raised by every write, kept through Raft, so fences strictly increase
-// across holders, names, leader changes and restarts.
+// lease it inherits rather than shortening it. The fence is the revision
+// of the write that gave the key to its owner: the key's create revision
+// when it was taken free, its mod revision when a releasing holder handed
+// it to the first waiter in the queue (see AcquireQueued). etcd's revision
+// counter is one for the whole cluster, raised by every write, kept
+// through Raft, so fences strictly increase across holders, names, leader
+// changes and restarts. A holder's own rewrite of its key (moving it to a
+// new etcd lease: a repeated Acquire, a Refresh with another TTL) keeps
+// its fence in a note key, <prefix>\x00f/<len>:<name>, written in the
+// same transaction and attached to the same lease.
 //
 // etcd grants TTLs in whole seconds, and no shorter than its minimum
 // (1.5 times the election timeout, rounded up: 2 s with the defaults). A
@@ -37,21 +43,26 @@
 // tells the Manager the TTL etcd really granted, and Lease.TTL shows it.
 //
 // The Store implements lease.GrantStore (the etcd lease ID is the handle:
-// a refresh is one keep-alive, a release one revoke), lease.Queuer (a
-// waiting Acquire queues by revision and watches only its predecessor;
-// see AcquireQueued), lease.Waiter, and Holder, WatchHolder and
-// WatchRelease (who holds a name, and a watch on it, for package
-// election's Leader, Observe and Campaign). Lock names starting with
-// "\x00" are refused: the wait queues' keys start so.
+// a refresh is one keep-alive; a release is a handoff to the first
+// waiter or a conditional delete, the etcd lease kept as a spare for the
+// next grant), lease.Queuer (a waiting Acquire queues by revision and is
+// handed the name in turn; see AcquireQueued), lease.Waiter, and Holder,
+// WatchHolder and WatchRelease (who holds a name, and a watch on it, for
+// package election's Leader, Observe and Campaign). Lock names starting
+// with "\x00" are refused: the wait queues' keys and the fence notes
+// start so.
 package etcdstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -76,6 +87,65 @@ type Store struct {
 	// inFlight bounds the writes (and the reads before them) that
 	// acquires and releases have in flight at once: MaxInFlight.
 	inFlight chan struct{}
+	spare    spares // etcd leases a handoff left without keys, for the next grant
+}
+
+// spares holds etcd leases that hold no key (a handoff moved the name's
+// key off them), by granted TTL, so that the next acquisition with that
+// TTL renews one (a keep-alive, answered by the etcd leader without a
+// Raft proposal) instead of granting a new lease and revoking the old:
+// two writes fewer per handoff. A spare not taken within half its TTL is
+// left to expire (etcd revokes it; it holds no key).
+type spares struct {
+	mu    sync.Mutex
+	byTTL map[int64][]spare
+	n     int
+}
+
+type spare struct {
+	id clientv3.LeaseID
+	at time.Time // when it was kept (a guess at its life: a renewal that fails sends take on)
+}
+
+// maxSpares bounds the spare leases a Store keeps (beyond it they are
+// revoked).
+const maxSpares = 64
+
+// keep files h, which holds no key, as a spare kept at at; false when
+// there is no room (the caller revokes it).
+func (sp *spares) keep(h handle, at time.Time) bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.n >= maxSpares || h.id == 0 {
+		return false
+	}
+	if sp.byTTL == nil {
+		sp.byTTL = map[int64][]spare{}
+	}
+	sp.byTTL[h.ttl] = append(sp.byTTL[h.ttl], spare{h.id, at})
+	sp.n++
+	return true
+}
+
+// take returns the most recently kept spare of ttl seconds that still has
+// more than half its TTL left, dropping older ones.
+func (sp *spares) take(ttl int64, now time.Time) (clientv3.LeaseID, bool) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	l := sp.byTTL[ttl]
+	for len(l) > 0 {
+		x := l[len(l)-1]
+		l = l[:len(l)-1]
+		sp.n--
+		if now.Sub(x.at) < time.Duration(ttl)*time.Second/2 {
+			sp.byTTL[ttl] = l
+			return x.id, true
+		}
+		sp.n -= len(l) // the rest are older still: let them expire
+		l = nil
+	}
+	delete(sp.byTTL, ttl)
+	return 0, false
 }
 
 // errZeroStore answers every call on a Store not made by New.
@@ -199,10 +269,29 @@ func (s *Store) seconds(ttl time.Duration) int64 {
 	return max(secs, minSecs)
 }
 
-// grant asks etcd for a lease of ttl (none for 0).
+// grant asks etcd for a lease of ttl (none for 0): a spare lease of that
+// TTL renewed (see spares), else a new one. The granted TTL runs from no
+// earlier than the call.
 func (s *Store) grant(ctx context.Context, ttl time.Duration) (handle, error) {
 	if ttl == 0 {
 		return handle{}, nil
+	}
+	secs := s.seconds(ttl)
+	for {
+		id, ok := s.spare.take(secs, time.Now())
+		if !ok {
+			break
+		}
+		r, err := s.client.KeepAliveOnce(ctx, id)
+		if err == nil && r.TTL > 0 {
+			return handle{id: id, ttl: r.TTL}, nil
+		}
+		if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.revoke(ctx, handle{id: id}) // may be alive: don't leave it to expire unnoticed
+			if ctx.Err() != nil {
+				return handle{}, fmt.Errorf("etcdstore: granting a lease: %w", err)
+			}
+		}
 	}
 	r, err := retry(ctx, s, func() (*clientv3.LeaseGrantResponse, error) { return s.client.Grant(ctx, s.seconds(ttl)) })
 	if err != nil {
@@ -238,9 +327,9 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 // deleted by its lease's expiry) and nobody queues for it (see
 // AcquireQueued), attached to a new etcd lease of ttl rounded up (none for
 // 0), in one transaction. The fence is the key's create revision. When
-// owner already holds it, the key moves to the new lease (its create
-// revision, the fence, stays) and the old lease is revoked: the expiry is
-// reset to ttl from now. A name held by another owner, or queued for, is
+// owner already holds it, the key moves to the new lease (the fence stays:
+// the move writes it in the note key) and the old lease is revoked: the
+// expiry is reset to ttl from now. A name held by another owner, or queued for, is
 // refused after one read, without a write.
 func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.Duration) (lease.Grant, bool, error) {
 	if err := s.check(ctx, name, owner, ttl); err != nil {
@@ -269,7 +358,7 @@ func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.D
 		return s.client.Txn(ctx).
 			If(s.freeCmps(name)...).
 			Then(clientv3.OpPut(key, owner, clientv3.WithLease(h.id))).
-			Else(clientv3.OpGet(key)).
+			Else(clientv3.OpGet(key), clientv3.OpGet(s.noteKey(name))).
 			Commit()
 	})
 	if err != nil {
@@ -286,24 +375,49 @@ func (s *Store) AcquireGrant(ctx context.Context, name, owner string, ttl time.D
 	}
 	// The same owner again: a retry whose first reply was lost.
 	old := kvs[0]
-	moved, err := s.move(ctx, key, owner, clientv3.LeaseID(old.Lease), h)
+	fence := fenceOf(old, r.Responses[1].GetResponseRange().Kvs)
+	moved, err := s.move(ctx, name, owner, clientv3.LeaseID(old.Lease), h, fence)
 	if err != nil || !moved {
 		s.revoke(ctx, h)
 		return lease.Grant{}, false, err
 	}
-	return h.grantOf(old.CreateRevision), true, nil
+	return h.grantOf(fence), true, nil
 }
 
-// move re-attaches owner's key from lease old to h's (none when h has
-// none) and revokes old, reporting whether owner still held the key.
-func (s *Store) move(ctx context.Context, key, owner string, old clientv3.LeaseID, h handle) (bool, error) {
+// noteKey is the key of name's fence note (see the package doc): the
+// fence of a holding whose key its owner rewrote.
+func (s *Store) noteKey(name string) string {
+	return s.Key("\x00f/" + strconv.Itoa(len(name)) + ":" + name)
+}
+
+// fenceOf returns the fence of the holding whose key is k, given what was
+// read of name's note key: the fence the note records when it belongs to
+// this holding (same owner, same etcd lease), else k's mod revision, the
+// revision of the write that gave the key to its owner (for a key taken
+// free, its create revision).
+func fenceOf(k *mvccpb.KeyValue, note []*mvccpb.KeyValue) int64 {
+	if len(note) > 0 && note[0].Lease == k.Lease {
+		if f, o, ok := strings.Cut(string(note[0].Value), " "); ok && o == string(k.Value) {
+			if n, err := strconv.ParseInt(f, 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return k.ModRevision
+}
+
+// move re-attaches owner's key of name from lease old to h's (none when h
+// has none), writing fence in the note key on the same lease, and revokes
+// old, reporting whether owner still held the key.
+func (s *Store) move(ctx context.Context, name, owner string, old clientv3.LeaseID, h handle, fence int64) (bool, error) {
+	key := s.Key(name)
 	opts := []clientv3.OpOption{}
 	if h.id != 0 {
 		opts = append(opts, clientv3.WithLease(h.id))
 	}
 	r, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(key), "=", owner), clientv3.Compare(clientv3.LeaseValue(key), "=", old)).
-		Then(clientv3.OpPut(key, owner, opts...)).
+		Then(clientv3.OpPut(key, owner, opts...), clientv3.OpPut(s.noteKey(name), strconv.FormatInt(fence, 10)+" "+owner, opts...)).
 		Commit()
 	if err != nil {
 		return false, fmt.Errorf("etcdstore: moving a lease: %w", err)
@@ -316,7 +430,8 @@ func (s *Store) move(ctx context.Context, key, owner string, old clientv3.LeaseI
 }
 
 // Release frees name if owner holds it: one transaction that deletes the
-// key if it holds owner, then a revoke of its etcd lease.
+// key (and the fence note) if it holds owner, then a revoke of its etcd
+// lease.
 func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	if err := s.check(ctx, name, owner, 0); err != nil {
 		return false, err
@@ -325,7 +440,7 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
 		return s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.Value(key), "=", owner)).
-			Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
+			Then(clientv3.OpGet(key), clientv3.OpDelete(key), clientv3.OpDelete(s.noteKey(name))).
 			Commit()
 	})
 	if err != nil {
@@ -340,9 +455,20 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	return true, nil
 }
 
-// ReleaseGrant frees the acquisition g: one revoke of its etcd lease,
-// which deletes the key with it. A lease without expiry is released as
-// Release does.
+// ReleaseGrant frees the acquisition g: when somebody waits in name's
+// queue, it hands the name to the first waiter (handOff: one serializable
+// read, one transaction that is the waiter's take too); otherwise one
+// transaction deletes the key if owner still holds it on g's etcd lease.
+// Either way g's etcd lease, now without keys, is kept as a spare for the
+// next grant (or revoked when there are enough). When a handoff's outcome
+// is unknown, g's etcd lease is revoked: that frees the name if the
+// handoff did not happen, and nothing if it did. A lease without expiry
+// is released as Release does.
+//
+// The lease is never revoked on a guess: once kept as a spare it may
+// carry another acquisition's key, so a release repeated after its first
+// reply was lost must not revoke it; the conditional delete answers such
+// a release "not held".
 func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Grant) (bool, error) {
 	h, ok := g.Handle.(handle)
 	if !ok || h.id == 0 {
@@ -351,15 +477,41 @@ func (s *Store) ReleaseGrant(ctx context.Context, name, owner string, g lease.Gr
 	if err := s.check(ctx, name, owner, 0); err != nil {
 		return false, err
 	}
-	// Only owner's key is attached to h (the key moves off a lease only by
-	// owner's own calls, which Manager serialises), so revoking h frees
-	// exactly owner's lease.
-	_, err := retry(ctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
-	switch {
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		return false, nil // expired
-	case err != nil:
-		return false, fmt.Errorf("etcdstore: release: %w", err)
+	at := time.Now()
+	handed, err := s.handOff(ctx, name, owner, h)
+	if err != nil {
+		// The handoff's outcome is unknown. h is this acquisition's alone
+		// still (only this call could make it a spare): owner's key, if it
+		// is still there, is the only key on it (the key moves off a lease
+		// only by owner's own calls, which Manager serialises), so revoking
+		// h frees exactly owner's lease, or nothing.
+		_, err := retry(ctx, s, func() (*clientv3.LeaseRevokeResponse, error) { return s.client.Revoke(ctx, h.id) })
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return false, nil // expired
+		case err != nil:
+			return false, fmt.Errorf("etcdstore: release: %w", err)
+		}
+		return true, nil
+	}
+	if !handed {
+		key := s.Key(name)
+		r, err := retry(ctx, s, func() (*clientv3.TxnResponse, error) {
+			return s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.Value(key), "=", owner), clientv3.Compare(clientv3.LeaseValue(key), "=", h.id)).
+				Then(clientv3.OpDelete(key), clientv3.OpDelete(s.noteKey(name))).
+				Commit()
+		})
+		if err != nil {
+			return false, fmt.Errorf("etcdstore: release: %w", err)
+		}
+		if !r.Succeeded {
+			return false, nil // expired, or released already
+		}
+	}
+	// No key is left on h: keep it for the next grant.
+	if !s.spare.keep(h, at) {
+		s.revoke(ctx, h)
 	}
 	return true, nil
 }
@@ -376,25 +528,26 @@ func (s *Store) refreshByMove(ctx context.Context, name, owner string, ttl time.
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return lease.Grant{}, false, err
 	}
-	key := s.Key(name)
-	r, err := s.client.Get(ctx, key)
+	r, err := s.client.Txn(ctx).Then(clientv3.OpGet(s.Key(name)), clientv3.OpGet(s.noteKey(name))).Commit()
 	if err != nil {
 		return lease.Grant{}, false, fmt.Errorf("etcdstore: refresh: %w", err)
 	}
-	if len(r.Kvs) == 0 || string(r.Kvs[0].Value) != owner {
+	kvs := r.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 || string(kvs[0].Value) != owner {
 		return lease.Grant{}, false, nil
 	}
-	kv := r.Kvs[0]
+	kv := kvs[0]
+	fence := fenceOf(kv, r.Responses[1].GetResponseRange().Kvs)
 	h, err := s.grant(ctx, ttl)
 	if err != nil {
 		return lease.Grant{}, false, err
 	}
-	moved, err := s.move(ctx, key, owner, clientv3.LeaseID(kv.Lease), h)
+	moved, err := s.move(ctx, name, owner, clientv3.LeaseID(kv.Lease), h, fence)
 	if err != nil || !moved {
 		s.revoke(ctx, h)
 		return lease.Grant{}, false, err
 	}
-	return h.grantOf(kv.CreateRevision), true, nil
+	return h.grantOf(fence), true, nil
 }
 
 // RefreshGrant renews the acquisition g. When ttl rounds to g's granted
@@ -423,11 +576,11 @@ func (s *Store) RefreshGrant(ctx context.Context, name, owner string, g lease.Gr
 }
 
 // Holder reads, without taking anything, who holds name: the fence of
-// the lease (its key's create revision) and true while its key exists
+// the lease (see the package doc) and true while its key exists
 // (etcd deletes it when its lease expires); 0 and false while nobody
 // holds it. etcd keeps no record of a released lease (the key is gone, and
 // the fence with it), so unlike the table store it cannot tell the last
-// term of a free name. One linearizable Get. Package election uses it for
+// term of a free name. One linearizable read (the key and its fence note). Package election uses it for
 // Leader and Observe.
 func (s *Store) Holder(ctx context.Context, name string) (fence int64, held bool, err error) {
 	if err := s.usable(); err != nil {
@@ -439,14 +592,15 @@ func (s *Store) Holder(ctx context.Context, name string) (fence int64, held bool
 	if name == "" {
 		return 0, false, errors.New("etcdstore: empty lock name")
 	}
-	r, err := s.client.Get(ctx, s.Key(name), clientv3.WithKeysOnly())
+	r, err := s.client.Txn(ctx).Then(clientv3.OpGet(s.Key(name)), clientv3.OpGet(s.noteKey(name))).Commit()
 	if err != nil {
 		return 0, false, fmt.Errorf("etcdstore: holder: %w", err)
 	}
-	if len(r.Kvs) == 0 {
+	kvs := r.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
 		return 0, false, nil
 	}
-	return r.Kvs[0].CreateRevision, true, nil
+	return fenceOf(kvs[0], r.Responses[1].GetResponseRange().Kvs), true, nil
 }
 
 // WatchHolder returns a channel that receives a signal each time name's
