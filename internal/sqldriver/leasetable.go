@@ -25,7 +25,9 @@ import "github.com/lockplugin/lockplugin/dialects"
 // (now - retention) * 1000, and the next grant of the name, on a new row,
 // starts at now * 1000, above it. Only a database clock that steps back by
 // more than the retention could hand out a fence below one handed out
-// before. (Rows of the counter fences of old versions, 1, 2, 3..., jump up
+// before. (lease/sqlstore never purges with an age under a minute: an
+// acquire may read the clock for a new row's fence before the deletion it
+// then follows; see its PurgeMinAge.) (Rows of the counter fences of old versions, 1, 2, 3..., jump up
 // to the clock at their next grant, and are purgeable at once when over.)
 //
 // A lease is held when expires_at is 0 or in the future. Released (-1)

@@ -63,7 +63,7 @@ func purgeStore(t *testing.T, pool *purgePool, opts ...Option) *Store {
 func TestPurgeBatches(t *testing.T) {
 	pool := &purgePool{counts: []int64{PurgeBatch, PurgeBatch, 3}}
 	s := purgeStore(t, pool)
-	n, err := s.Purge(context.Background(), 90*time.Second)
+	n, err := s.Purge(context.Background(), 90*time.Minute)
 	if err != nil || n != 2*PurgeBatch+3 {
 		t.Fatalf("Purge = %d, %v; want %d", n, err, 2*PurgeBatch+3)
 	}
@@ -74,9 +74,14 @@ func TestPurgeBatches(t *testing.T) {
 		if q != s.stmts.purge.SQL || !strings.HasPrefix(q, "DELETE FROM") {
 			t.Errorf("statement %d: %s", i, q)
 		}
-		if len(pool.args[i]) != 1 || pool.args[i][0] != int64(90_000) {
-			t.Errorf("statement %d args %v, want [90000]", i, pool.args[i])
+		if len(pool.args[i]) != 1 || pool.args[i][0] != int64(90*60_000) {
+			t.Errorf("statement %d args %v, want [5400000]", i, pool.args[i])
 		}
+	}
+	// An age under PurgeMinAge counts as PurgeMinAge.
+	pool.queries, pool.args = nil, nil
+	if _, err := s.Purge(context.Background(), 0); err != nil || pool.args[0][0] != PurgeMinAge.Milliseconds() {
+		t.Errorf("Purge(0): %v, args %v; want the age %d", err, pool.args, PurgeMinAge.Milliseconds())
 	}
 	if _, err := s.Purge(context.Background(), -time.Second); err == nil {
 		t.Error("a negative age was accepted")

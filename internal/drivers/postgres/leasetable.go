@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/lockplugin/lockplugin/internal/sqldriver"
+import (
+	"strings"
+
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
+)
 
 // LeaseTable phrases the lease table store (lease/sqlstore).
 func (p *Driver) LeaseTable() sqldriver.LeaseTable { return leaseTable{p} }
@@ -28,8 +32,11 @@ var pgNextFence = sqldriver.LeaseNextFence("l.fence")
 // pgPurge picks a batch in a subquery (DELETE has no LIMIT) and checks the
 // condition again on the row it deletes: a row a concurrent acquire took
 // meanwhile is re-read in its new version (READ COMMITTED's recheck) and
-// no longer matches.
-const pgPurge = `DELETE FROM {t} WHERE lock_name IN (SELECT lock_name FROM {t} WHERE ` + sqldriver.LeasePurgeable + ` LIMIT {limit}) AND ` + sqldriver.LeasePurgeable
+// no longer matches. The subquery reads the clock once, (SELECT {now}) as
+// an InitPlan, not once per row it scans (clock_timestamp() is volatile):
+// an earlier clock only keeps more rows.
+var pgPurge = `DELETE FROM {t} WHERE lock_name IN (SELECT lock_name FROM {t} WHERE ` +
+	strings.ReplaceAll(sqldriver.LeasePurgeable, "{now}", "(SELECT {now})") + ` LIMIT {limit}) AND ` + sqldriver.LeasePurgeable
 
 // CreateTable is CREATE TABLE IF NOT EXISTS.
 func (leaseTable) CreateTable(table string) string {
