@@ -7,14 +7,28 @@ import "github.com/lockplugin/lockplugin/dialects"
 // transaction of a LeaseTx); a database's LeaseTable says which statements
 // it sends and how their answers come back.
 //
-// The table has one row per lock name ever taken, kept after release so
-// that the fencing counter survives:
+// The table has one row per lock name taken and not yet purged:
 //
 //	lock_name   the name, or "sha256:<hex>" of it (see lease/sqlstore's key)
 //	owner       the owner token of the last holder
 //	expires_at  epoch milliseconds by the database's clock; 0 never
 //	            expires; -1 released
-//	fence       the fencing counter, bumped on every acquisition
+//	fence       the fencing token of the last grant
+//
+// Fences have a clock floor (LeaseNextFence): every grant hands out
+// max(previous fence + 1, {now} * 1000), the database clock in
+// microseconds' resolution, and a new row starts at {now} * 1000. A name is
+// not granted 1000 times in a millisecond, so a fence does not run ahead of
+// the clock, and fence / 1000 is no earlier than the epoch ms of its grant.
+// That is what lets a row go (LeasePurgeable): once its lease is over and
+// it was last granted more than the retention ago, its fence is below
+// (now - retention) * 1000, and the next grant of the name, on a new row,
+// starts at now * 1000, above it. Only a database clock that steps back by
+// more than the retention could hand out a fence below one handed out
+// before. (lease/sqlstore never purges with an age under a minute: an
+// acquire may read the clock for a new row's fence before the deletion it
+// then follows; see its PurgeMinAge.) (Rows of the counter fences of old versions, 1, 2, 3..., jump up
+// to the clock at their next grant, and are purgeable at once when over.)
 //
 // A lease is held when expires_at is 0 or in the future. Released (-1)
 // and expired leases are taken over by the same condition:
@@ -23,14 +37,17 @@ import "github.com/lockplugin/lockplugin/dialects"
 // Statements are templates, which lease/sqlstore renders with the driver's
 // phrasing. {t} is the quoted table, {now} the database clock in epoch ms
 // (NowMillis), {exp} the new expiry for TTL {ttl} ms (0 stays 0:
-// LeaseExpires), and {name}, {owner}, {ttl} and {fence} (an OUT parameter)
-// are bind parameters (BindVar; BigintBindVar for {ttl}; one number per
-// value where ReusesBindVars, else one per occurrence).
+// LeaseExpires), {limit} the number of rows one purge deletes at most (a
+// literal), and {name}, {owner}, {ttl}, {age} (ms) and {fence} (an OUT
+// parameter) are bind parameters (BindVar; BigintBindVar for {ttl} and
+// {age}; one number per value where ReusesBindVars, else one per
+// occurrence).
 //
 // Every acquire follows one rule, on every database: it takes the row when
 // the lease is over (released or expired) or is already the caller's (a
-// retried acquire whose first reply was lost). The fence is bumped unless
-// the lease is the caller's and unexpired: that gets its own fence back and
+// retried acquire whose first reply was lost). The fence is bumped
+// (LeaseNextFence) unless the lease is the caller's and unexpired: that
+// gets its own fence back and
 // a new expiry. Any other row is left alone, and where the database allows
 // it the refusal writes nothing: no row lock, no transaction id, no log
 // flush, so that waiters polling a held name do not slow its holder.
@@ -65,6 +82,13 @@ type LeaseTable interface {
 	// VersionCheck is a query for the server's version and what the store
 	// needs of it; "" and nil when it needs nothing.
 	VersionCheck() (query string, check func(version string) error)
+
+	// Purge is the template that deletes at most {limit} rows that are
+	// LeasePurgeable for the age {age} (ms), the condition checked again
+	// by the database on each row under its row lock, so that a row an
+	// acquire took meanwhile (fence now * 1000, not below the cutoff) is
+	// kept. Where Tx is non-nil it is sent inside Tx's Begin.
+	Purge() string
 
 	// Tx is non-nil where every operation must be one transaction that
 	// reads the row under a lock, decides, writes and reads the fence back
@@ -107,10 +131,27 @@ const (
 	// whose count of matched rows says whether the caller held the lease.
 	LeaseRelease = `UPDATE {t} SET expires_at = -1 WHERE ` + LeaseHeld
 	LeaseRefresh = `UPDATE {t} SET expires_at = {exp} WHERE ` + LeaseHeld
+	// LeaseFirstFence is the fence of a new row: the database clock in
+	// ms times 1000.
+	LeaseFirstFence = `{now} * 1000`
+	// LeasePurgeable matches a row that may be deleted without letting a
+	// fence go backwards: its lease is over (released or expired) and its
+	// fence is below ({now} - {age}) * 1000, so it was last granted more
+	// than {age} ms ago, and any grant from now on starts above it.
+	LeasePurgeable = `expires_at <> 0 AND expires_at <= {now} AND fence < ({now} - {age}) * 1000`
 	// LeaseGuardHeld returns the row while owner holds it; a guard adds
 	// its lock clause.
 	LeaseGuardHeld = `SELECT 1 FROM {t} WHERE ` + LeaseHeld
 )
+
+// LeaseNextFence is the fence a grant hands out after the row's fence
+// (the column fence, as the statement names it: "l.fence", "fence"):
+// max(fence + 1, {now} * 1000), as a CASE, which every database reads
+// alike (SQL Server before 2022 has no GREATEST). Strictly above the fence
+// before, and never below the clock floor.
+func LeaseNextFence(fence string) string {
+	return `CASE WHEN ` + fence + ` + 1 > {now} * 1000 THEN ` + fence + ` + 1 ELSE {now} * 1000 END`
+}
 
 // LeaseGuardLock is the lock clause of a guard's locking read: a shared
 // lock, or an exclusive one where the database refuses shared locks.

@@ -51,6 +51,10 @@ func TestLeaseTableGolden(t *testing.T) {
 		} else {
 			p.Add("release and refresh held if", replies[st.updateReply])
 		}
+		addStmt(p, "purge", st.purge)
+		if st.tx != nil {
+			p.Add("purge sent", "inside transaction begin")
+		}
 		p.Add("deadlock and serialisation failures retried", strconv.FormatBool(st.retries))
 		if x := st.tx; x != nil {
 			p.Add("transaction begin", x.begin)
@@ -96,7 +100,7 @@ func addStmt(p *goldenfile.Page, name string, st stmt) {
 	p.Add(name, st.SQL)
 	args := make([]string, len(st.args))
 	for i, a := range st.args {
-		args[i] = [...]string{argName: "name", argOwner: "owner", argTTL: "ttl", argFence: "fence (out)"}[a]
+		args[i] = [...]string{argName: "name", argOwner: "owner", argTTL: "ttl", argFence: "fence (out)", argAge: "age"}[a]
 	}
 	p.Add(name+" binds", strings.Join(args, ", "))
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -22,6 +23,7 @@ const (
 	argOwner
 	argTTL
 	argFence // OUT parameter receiving the fence (Oracle)
+	argAge   // a purge's age in ms
 )
 
 // stmt is one rendered statement and what its parameters carry, in order.
@@ -35,6 +37,7 @@ type values struct {
 	name, owner string
 	ttl         int64
 	fence       *int64
+	age         int64
 }
 
 // bind returns the statement's arguments for v. Each value is boxed
@@ -62,6 +65,8 @@ func (s stmt) bind(v values) []any {
 			out[i] = ttl
 		case argFence:
 			out[i] = sql.Out{Dest: v.fence}
+		case argAge:
+			out[i] = v.age
 		}
 	}
 	return out
@@ -72,6 +77,9 @@ func (s stmt) bind(v values) []any {
 // statements of those transactions (see tx.go).
 type statements struct {
 	acquire, release, refresh stmt
+	// purge deletes up to PurgeBatch purgeable rows (in a transaction
+	// where tx is set).
+	purge                     stmt
 	acquireReply, updateReply sqldriver.LeaseReply
 	// guard is Guard's statement, guardWrite whether it is a write;
 	// noGuard says Guard is not supported.
@@ -94,6 +102,7 @@ func render(d dialects.Dialect, table string) (statements, error) {
 		acquire:      renderOne(dr, table, lt.Acquire()),
 		release:      renderOne(dr, table, lt.Release()),
 		refresh:      renderOne(dr, table, lt.Refresh()),
+		purge:        renderOne(dr, table, lt.Purge()),
 		acquireReply: lt.AcquireReply(),
 		updateReply:  lt.UpdateReply(),
 		retries:      lt.RetriesConflicts(),
@@ -140,6 +149,9 @@ func renderOne(p sqldriver.Phrasing, table, tmpl string) stmt {
 		case "now":
 			b.WriteString(p.NowMillis())
 			continue
+		case "limit":
+			b.WriteString(strconv.Itoa(PurgeBatch))
+			continue
 		case "name":
 			a = argName
 		case "owner":
@@ -148,6 +160,8 @@ func renderOne(p sqldriver.Phrasing, table, tmpl string) stmt {
 			a = argTTL
 		case "fence":
 			a = argFence
+		case "age":
+			a = argAge
 		default:
 			panic("sqlstore: unknown template token " + tok)
 		}
@@ -157,7 +171,7 @@ func renderOne(p sqldriver.Phrasing, table, tmpl string) stmt {
 			n = len(st.args)
 			numbered[a] = n
 		}
-		if a == argTTL {
+		if a == argTTL || a == argAge {
 			b.WriteString(p.BigintBindVar(n))
 		} else {
 			b.WriteString(p.BindVar(n))

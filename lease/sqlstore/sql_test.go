@@ -38,6 +38,11 @@ const (
 	sqliteNow = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 )
 
+// next is the fence a grant hands out after fence f: max(f + 1, now * 1000).
+func next(f, now string) string {
+	return "CASE WHEN " + f + " + 1 > " + now + " * 1000 THEN " + f + " + 1 ELSE " + now + " * 1000 END"
+}
+
 // TestStatements pins the exact SQL of every statement on every database,
 // including SQL Server and Oracle, which the conformance suite in tests/
 // reaches only when their servers are configured (SQL Server) or not at
@@ -51,9 +56,9 @@ func TestStatements(t *testing.T) {
 	}{
 		{"postgres", func(s statements) stmt { return s.acquire },
 			`WITH u AS (UPDATE "lock_leases" AS l SET owner = $1, expires_at = CASE WHEN CAST($2 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($2 AS BIGINT) END, ` +
-				`fence = CASE WHEN l.owner = $1 AND (l.expires_at = 0 OR l.expires_at > ` + pgNow + `) THEN l.fence ELSE l.fence + 1 END ` +
+				`fence = CASE WHEN l.owner = $1 AND (l.expires_at = 0 OR l.expires_at > ` + pgNow + `) THEN l.fence ELSE ` + next("l.fence", pgNow) + ` END ` +
 				`WHERE l.lock_name = $3 AND (l.owner = $1 OR (l.expires_at <> 0 AND l.expires_at <= ` + pgNow + `)) RETURNING l.fence), ` +
-				`i AS (INSERT INTO "lock_leases" (lock_name, owner, expires_at, fence) SELECT $3, $1, CASE WHEN CAST($2 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($2 AS BIGINT) END, 1 ` +
+				`i AS (INSERT INTO "lock_leases" (lock_name, owner, expires_at, fence) SELECT $3, $1, CASE WHEN CAST($2 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($2 AS BIGINT) END, ` + pgNow + ` * 1000 ` +
 				`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM "lock_leases" WHERE lock_name = $3) ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
 				`SELECT fence FROM u UNION ALL SELECT fence FROM i`,
 			[]arg{argOwner, argTTL, argName}},
@@ -64,15 +69,15 @@ func TestStatements(t *testing.T) {
 			`UPDATE "lock_leases" SET expires_at = CASE WHEN CAST($1 AS BIGINT) = 0 THEN 0 ELSE ` + pgNow + ` + CAST($1 AS BIGINT) END WHERE lock_name = $2 AND owner = $3 AND (expires_at = 0 OR expires_at > ` + pgNow + `)`,
 			[]arg{argTTL, argName, argOwner}},
 		{"sqlite", func(s statements) stmt { return s.acquire },
-			`INSERT INTO "lock_leases" AS l (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE ` + sqliteNow + ` + ? END, 1) ` +
+			`INSERT INTO "lock_leases" AS l (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE ` + sqliteNow + ` + ? END, ` + sqliteNow + ` * 1000) ` +
 				`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, ` +
-				`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > ` + sqliteNow + `) THEN l.fence ELSE l.fence + 1 END ` +
+				`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > ` + sqliteNow + `) THEN l.fence ELSE ` + next("l.fence", sqliteNow) + ` END ` +
 				`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= ` + sqliteNow + `) RETURNING fence`,
 			[]arg{argName, argOwner, argTTL, argTTL}},
 		{"mysql", func(s statements) stmt { return s.acquire },
-			"INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, LAST_INSERT_ID(1)) " +
+			"INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, LAST_INSERT_ID(" + mysqlNow + " * 1000)) " +
 				"ON DUPLICATE KEY UPDATE " +
-				"fence = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), LAST_INSERT_ID(IF(owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + "), fence, fence + 1)), fence + LAST_INSERT_ID(0)), " +
+				"fence = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), LAST_INSERT_ID(IF(owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + "), fence, " + next("fence", mysqlNow) + ")), fence + LAST_INSERT_ID(0)), " +
 				"owner = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), ?, owner), " +
 				"expires_at = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, expires_at)",
 			[]arg{argName, argOwner, argTTL, argTTL, argOwner, argOwner, argOwner, argOwner, argOwner, argTTL, argTTL}},
@@ -85,8 +90,8 @@ func TestStatements(t *testing.T) {
 		{"sqlserver", func(s statements) stmt { return s.acquire },
 			`MERGE INTO [lock_leases] WITH (HOLDLOCK) AS l USING (SELECT @p1 AS lock_name) AS s ON l.lock_name = s.lock_name ` +
 				`WHEN MATCHED AND (l.owner = @p2 OR (l.expires_at <> 0 AND l.expires_at <= ` + mssqlNow + `)) THEN UPDATE SET owner = @p2, expires_at = CASE WHEN @p3 = 0 THEN 0 ELSE ` + mssqlNow + ` + @p3 END, ` +
-				`fence = CASE WHEN l.owner = @p2 AND (l.expires_at = 0 OR l.expires_at > ` + mssqlNow + `) THEN l.fence ELSE l.fence + 1 END ` +
-				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (@p1, @p2, CASE WHEN @p3 = 0 THEN 0 ELSE ` + mssqlNow + ` + @p3 END, 1) ` +
+				`fence = CASE WHEN l.owner = @p2 AND (l.expires_at = 0 OR l.expires_at > ` + mssqlNow + `) THEN l.fence ELSE ` + next("l.fence", mssqlNow) + ` END ` +
+				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (@p1, @p2, CASE WHEN @p3 = 0 THEN 0 ELSE ` + mssqlNow + ` + @p3 END, ` + mssqlNow + ` * 1000) ` +
 				`OUTPUT inserted.fence;`,
 			[]arg{argName, argOwner, argTTL}},
 		{"sqlserver", func(s statements) stmt { return s.release },
@@ -96,9 +101,9 @@ func TestStatements(t *testing.T) {
 			`DECLARE f NUMBER(19) := 0; BEGIN BEGIN ` +
 				`MERGE INTO "lock_leases" l USING (SELECT :1 AS lock_name FROM dual) s ON (l.lock_name = s.lock_name) ` +
 				`WHEN MATCHED THEN UPDATE SET l.owner = :2, l.expires_at = CASE WHEN :3 = 0 THEN 0 ELSE ` + oraNow + ` + :4 END, ` +
-				`l.fence = CASE WHEN l.owner = :5 AND (l.expires_at = 0 OR l.expires_at > ` + oraNow + `) THEN l.fence ELSE l.fence + 1 END ` +
+				`l.fence = CASE WHEN l.owner = :5 AND (l.expires_at = 0 OR l.expires_at > ` + oraNow + `) THEN l.fence ELSE ` + next("l.fence", oraNow) + ` END ` +
 				`WHERE l.owner = :6 OR (l.expires_at <> 0 AND l.expires_at <= ` + oraNow + `) ` +
-				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (:7, :8, CASE WHEN :9 = 0 THEN 0 ELSE ` + oraNow + ` + :10 END, 1); ` +
+				`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES (:7, :8, CASE WHEN :9 = 0 THEN 0 ELSE ` + oraNow + ` + :10 END, ` + oraNow + ` * 1000); ` +
 				`IF SQL%ROWCOUNT = 1 THEN SELECT fence INTO f FROM "lock_leases" WHERE lock_name = :11; END IF; ` +
 				`EXCEPTION WHEN DUP_VAL_ON_INDEX THEN f := 0; END; :12 := f; END;`,
 			[]arg{argName, argOwner, argTTL, argTTL, argOwner, argOwner, argName, argOwner, argTTL, argTTL, argName, argFence}},

@@ -18,9 +18,14 @@
 // change a row the caller may take, on SQL Server and Oracle a MERGE). An acquire retried by the same owner
 // (its first reply lost) gets the same fence back; an acquire that is
 // refused changes nothing, and on PostgreSQL is read only, so that waiters
-// polling a held name do not slow its holder down. Rows stay after release
-// so that the counter survives; the table holds one small row per lock name
-// ever used.
+// polling a held name do not slow its holder down.
+//
+// Fences are large numbers: every grant hands out max(the name's previous
+// fence + 1, the database clock in ms times 1000), so that the row of a
+// name whose lease is over can be removed and the name's next fence is
+// still above every fence it had. The store removes such rows once the
+// name was last granted more than a day ago (Retention, Purge): the table
+// holds the live leases and the names used within the retention.
 //
 // The statements run on db's connection pool, never inside a caller's
 // transaction: a lock that only became visible at the caller's commit would
@@ -48,6 +53,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockplugin/lockplugin/internal/ctxjoin"
@@ -72,6 +78,13 @@ type Store struct {
 	table  string
 	quoted string
 	stmts  statements
+
+	// retention is the automatic retention's age (negative: off);
+	// lastPurge when its last batch began (UnixNano), purging whether one
+	// runs.
+	retention time.Duration
+	lastPurge atomic.Int64
+	purging   atomic.Bool
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -81,8 +94,9 @@ var _ lease.Store = (*Store)(nil)
 type Option func(*config)
 
 type config struct {
-	table  string
-	create bool
+	table     string
+	create    bool
+	retention time.Duration
 }
 
 // Table sets the table name (default "lock_leases"), optionally qualified
@@ -100,6 +114,9 @@ func buildConfig(opts []Option) (config, error) {
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	if cfg.retention == 0 {
+		cfg.retention = DefaultRetention
 	}
 	return cfg, nil
 }
@@ -146,7 +163,7 @@ func New(db *gorm.DB, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("sqlstore: db has no connection pool")
 	}
-	s := &Store{db: db.Session(&gorm.Session{NewDB: true}), pool: pool, d: d, dr: drivers.For(d), table: cfg.table, quoted: table, stmts: stmts}
+	s := &Store{db: db.Session(&gorm.Session{NewDB: true}), pool: pool, d: d, dr: drivers.For(d), table: cfg.table, quoted: table, stmts: stmts, retention: cfg.retention}
 	ctx := db.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -242,8 +259,10 @@ func (s *Store) usable() error {
 }
 
 // Acquire takes name for owner when it is free, released or expired, in one
-// statement (two on MySQL and MariaDB for a name without a row yet), and
-// returns the bumped fencing counter. When owner already holds name and
+// statement, and returns the new fence: above every fence the name had,
+// and at least the database clock in ms times 1000 (see Retention).
+// Every so often it also starts one batch of the automatic retention in
+// the background (see Retention). When owner already holds name and
 // its lease has not expired (a retry whose first reply was lost), Acquire
 // returns ok with the same fence and sets the expiry to ttl from now. A
 // refused Acquire changes nothing; on PostgreSQL it is a read-only
@@ -266,6 +285,7 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 	if err != nil {
 		return 0, false, s.wrap("acquire", err)
 	}
+	s.autoPurge()
 	return fence, fence > 0, nil
 }
 
@@ -301,8 +321,8 @@ func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
 	return err
 }
 
-// Release frees name if owner holds it (it keeps the row, and so the
-// fencing counter).
+// Release frees name if owner holds it. The row stays until the retention
+// removes it (see Retention), which never lets a fence go backwards.
 func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	if err := s.usable(); err != nil {
 		return false, err

@@ -32,9 +32,9 @@ func TestTiDBStatements(t *testing.T) {
 		args []arg
 	}{
 		{"read", st.tx.read, "SELECT fence, CASE WHEN owner = ? THEN 1 ELSE 0 END, CASE WHEN expires_at = 0 OR expires_at > " + now + " THEN 1 ELSE 0 END FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argOwner, argName}},
-		{"take", st.tx.take, "UPDATE `lock_leases` SET owner = ?, expires_at = " + exp + ", fence = fence + 1 WHERE lock_name = ?", []arg{argOwner, argTTL, argTTL, argName}},
+		{"take", st.tx.take, "UPDATE `lock_leases` SET owner = ?, expires_at = " + exp + ", fence = " + next("fence", now) + " WHERE lock_name = ?", []arg{argOwner, argTTL, argTTL, argName}},
 		{"renew", st.tx.renew, "UPDATE `lock_leases` SET expires_at = " + exp + " WHERE lock_name = ?", []arg{argTTL, argTTL, argName}},
-		{"insert", st.tx.insert, "INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, " + exp + ", 1)", []arg{argName, argOwner, argTTL, argTTL}},
+		{"insert", st.tx.insert, "INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, " + exp + ", " + now + " * 1000)", []arg{argName, argOwner, argTTL, argTTL}},
 		{"fence", st.tx.fence, "SELECT fence FROM `lock_leases` WHERE lock_name = ? FOR UPDATE", []arg{argName}},
 		{"held", st.tx.held, "SELECT 1 FROM `lock_leases` WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ") FOR UPDATE", []arg{argName, argOwner}},
 		{"release", st.release, "UPDATE `lock_leases` SET expires_at = -1 WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + now + ")", []arg{argName, argOwner}},

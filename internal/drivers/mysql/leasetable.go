@@ -11,9 +11,9 @@ type leaseTable struct{ m *Driver }
 // MySQL and MariaDB have no RETURNING. One INSERT ... ON DUPLICATE KEY
 // UPDATE per attempt, granted or refused, and the fence comes back in the
 // OK packet's insert id, which the last LAST_INSERT_ID(expr) the statement
-// evaluated sets (the table has no AUTO_INCREMENT): 1 from VALUES for a new
-// name; for an existing row the update always evaluates one more, the new
-// fence when the caller may take the row (mysqlTakeable), else 0 (fence +
+// evaluated sets (the table has no AUTO_INCREMENT): the first fence from
+// VALUES for a new name; for an existing row the update always evaluates
+// one more, the new fence when the caller may take the row (mysqlTakeable), else 0 (fence +
 // LAST_INSERT_ID(0) leaves the fence as it was). That leaves RowsAffected,
 // which depends on CLIENT_FOUND_ROWS, out of it. The assignments are right
 // whether the server assigns left to right, later ones seeing the new
@@ -23,10 +23,10 @@ type leaseTable struct{ m *Driver }
 // reading the owner, holds after a take (the owner is now the caller)
 // exactly as before it. A refusal changes no value, but like any upsert it
 // locks the row for the statement.
-const (
-	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(1)) ` +
+var (
+	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(` + sqldriver.LeaseFirstFence + `)) ` +
 		`ON DUPLICATE KEY UPDATE ` +
-		`fence = IF(` + mysqlTakeable + `, LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, fence + 1)), fence + LAST_INSERT_ID(0)), ` +
+		`fence = IF(` + mysqlTakeable + `, LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, ` + sqldriver.LeaseNextFence("fence") + `)), fence + LAST_INSERT_ID(0)), ` +
 		`owner = IF(` + mysqlTakeable + `, {owner}, owner), ` +
 		`expires_at = IF(` + mysqlTakeable + `, {exp}, expires_at)`
 	// mysqlTakeable: the caller may take the row (it is the caller's, or
@@ -37,6 +37,9 @@ const (
 	// TTL-0 lease), which RowsAffected would report as 0.
 	mysqlRelease = `UPDATE {t} SET expires_at = -1, fence = LAST_INSERT_ID(fence) WHERE ` + sqldriver.LeaseHeld
 	mysqlRefresh = `UPDATE {t} SET expires_at = {exp}, fence = LAST_INSERT_ID(fence) WHERE ` + sqldriver.LeaseHeld
+	// mysqlPurge is DELETE ... LIMIT: InnoDB reads the condition on the
+	// latest version of each row it locks (a locking read).
+	mysqlPurge = `DELETE FROM {t} WHERE ` + sqldriver.LeasePurgeable + ` LIMIT {limit}`
 )
 
 // CreateTable is CREATE TABLE IF NOT EXISTS, InnoDB, with ASCII binary
@@ -62,6 +65,9 @@ func (leaseTable) UpdateReply() sqldriver.LeaseReply { return sqldriver.LeaseIns
 func (l leaseTable) Guard() (string, bool) {
 	return sqldriver.LeaseGuardHeld + " " + sqldriver.LeaseGuardLock(l.m.Outer()), false
 }
+
+// Purge is mysqlPurge.
+func (leaseTable) Purge() string { return mysqlPurge }
 
 func (leaseTable) RetriesConflicts() bool                     { return true }
 func (leaseTable) VersionCheck() (string, func(string) error) { return "", nil }

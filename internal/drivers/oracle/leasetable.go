@@ -11,14 +11,19 @@ type leaseTable struct{}
 // reads the fence into an OUT parameter (0 when refused). A concurrent
 // insert of the same new name raises DUP_VAL_ON_INDEX: then the other
 // session holds it.
-const oracleAcquire = `DECLARE f NUMBER(19) := 0; BEGIN BEGIN ` +
+var oracleAcquire = `DECLARE f NUMBER(19) := 0; BEGIN BEGIN ` +
 	`MERGE INTO {t} l USING (SELECT {name} AS lock_name FROM dual) s ON (l.lock_name = s.lock_name) ` +
 	`WHEN MATCHED THEN UPDATE SET l.owner = {owner}, l.expires_at = {exp}, ` +
-	`l.fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+	`l.fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE ` + sqldriver.LeaseNextFence("l.fence") + ` END ` +
 	`WHERE l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now}) ` +
-	`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1); ` +
+	`WHEN NOT MATCHED THEN INSERT (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, ` + sqldriver.LeaseFirstFence + `); ` +
 	`IF SQL%ROWCOUNT = 1 THEN SELECT fence INTO f FROM {t} WHERE lock_name = {name}; END IF; ` +
 	`EXCEPTION WHEN DUP_VAL_ON_INDEX THEN f := 0; END; {fence} := f; END;`
+
+// oraclePurge stops at {limit} rows with ROWNUM; a row changed after the
+// statement began is read again in its current version (write
+// consistency), and kept unless it still matches.
+const oraclePurge = `DELETE FROM {t} WHERE ` + sqldriver.LeasePurgeable + ` AND ROWNUM <= {limit}`
 
 // CreateTable creates the table in a PL/SQL block that ignores ORA-00955
 // (the name is already used).
@@ -36,6 +41,9 @@ func (leaseTable) UpdateReply() sqldriver.LeaseReply  { return sqldriver.LeaseRo
 
 // Guard is not supported: not yet tested on Oracle.
 func (leaseTable) Guard() (string, bool) { return "", false }
+
+// Purge is oraclePurge.
+func (leaseTable) Purge() string { return oraclePurge }
 
 func (leaseTable) RetriesConflicts() bool                     { return true }
 func (leaseTable) VersionCheck() (string, func(string) error) { return "", nil }

@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/lockplugin/lockplugin/internal/sqldriver"
+import (
+	"strings"
+
+	"github.com/lockplugin/lockplugin/internal/sqldriver"
+)
 
 // LeaseTable phrases the lease table store (lease/sqlstore).
 func (p *Driver) LeaseTable() sqldriver.LeaseTable { return leaseTable{p} }
@@ -15,13 +19,24 @@ type leaseTable struct{ p *Driver }
 // CONFLICT DO UPDATE ... WHERE would lock the row first, which takes a
 // transaction id and waits for a WAL flush at commit.) A row inserted by a
 // concurrent statement is not seen; then the INSERT's conflict refuses.
-const pgAcquire = `WITH u AS (UPDATE {t} AS l SET owner = {owner}, expires_at = {exp}, ` +
-	`fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+var pgAcquire = `WITH u AS (UPDATE {t} AS l SET owner = {owner}, expires_at = {exp}, ` +
+	`fence = CASE WHEN l.owner = {owner} AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE ` + pgNextFence + ` END ` +
 	`WHERE l.lock_name = {name} AND (l.owner = {owner} OR (l.expires_at <> 0 AND l.expires_at <= {now})) RETURNING l.fence), ` +
-	`i AS (INSERT INTO {t} (lock_name, owner, expires_at, fence) SELECT {name}, {owner}, {exp}, 1 ` +
+	`i AS (INSERT INTO {t} (lock_name, owner, expires_at, fence) SELECT {name}, {owner}, {exp}, ` + sqldriver.LeaseFirstFence + ` ` +
 	`WHERE NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM {t} WHERE lock_name = {name}) ` +
 	`ON CONFLICT (lock_name) DO NOTHING RETURNING fence) ` +
 	`SELECT fence FROM u UNION ALL SELECT fence FROM i`
+
+var pgNextFence = sqldriver.LeaseNextFence("l.fence")
+
+// pgPurge picks a batch in a subquery (DELETE has no LIMIT) and checks the
+// condition again on the row it deletes: a row a concurrent acquire took
+// meanwhile is re-read in its new version (READ COMMITTED's recheck) and
+// no longer matches. The subquery reads the clock once, (SELECT {now}) as
+// an InitPlan, not once per row it scans (clock_timestamp() is volatile):
+// an earlier clock only keeps more rows.
+var pgPurge = `DELETE FROM {t} WHERE lock_name IN (SELECT lock_name FROM {t} WHERE ` +
+	strings.ReplaceAll(sqldriver.LeasePurgeable, "{now}", "(SELECT {now})") + ` LIMIT {limit}) AND ` + sqldriver.LeasePurgeable
 
 // CreateTable is CREATE TABLE IF NOT EXISTS.
 func (leaseTable) CreateTable(table string) string {
@@ -40,6 +55,9 @@ func (leaseTable) UpdateReply() sqldriver.LeaseReply  { return sqldriver.LeaseRo
 func (l leaseTable) Guard() (string, bool) {
 	return sqldriver.LeaseGuardHeld + " " + sqldriver.LeaseGuardLock(l.p), false
 }
+
+// Purge is pgPurge.
+func (leaseTable) Purge() string { return pgPurge }
 
 func (leaseTable) RetriesConflicts() bool                     { return true }
 func (leaseTable) VersionCheck() (string, func(string) error) { return "", nil }

@@ -14,10 +14,15 @@ type leaseTable struct{}
 // anyway, so one upsert whose update only happens on a row the caller may
 // take; RETURNING yields no row when it is refused. A refusal changes no
 // page.
-const sqliteAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1) ` +
+var sqliteAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, ` + sqldriver.LeaseFirstFence + `) ` +
 	`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, ` +
-	`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE l.fence + 1 END ` +
+	`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > {now}) THEN l.fence ELSE ` + sqldriver.LeaseNextFence("l.fence") + ` END ` +
 	`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= {now}) RETURNING fence`
+
+// sqlitePurge picks a batch in a subquery (DELETE ... LIMIT needs a
+// compile option); SQLite serialises writers, and the condition is checked
+// again all the same.
+const sqlitePurge = `DELETE FROM {t} WHERE lock_name IN (SELECT lock_name FROM {t} WHERE ` + sqldriver.LeasePurgeable + ` LIMIT {limit}) AND ` + sqldriver.LeasePurgeable
 
 // sqliteGuard takes SQLite's writer lock by a write that changes nothing.
 const sqliteGuard = `UPDATE {t} SET fence = fence WHERE ` + sqldriver.LeaseHeld
@@ -36,6 +41,9 @@ func (leaseTable) UpdateReply() sqldriver.LeaseReply  { return sqldriver.LeaseRo
 
 // Guard is sqliteGuard, a write: the database's writer lock.
 func (leaseTable) Guard() (string, bool) { return sqliteGuard, true }
+
+// Purge is sqlitePurge.
+func (leaseTable) Purge() string { return sqlitePurge }
 
 // RetriesConflicts is false: SQLite's BUSY is not retried, its
 // busy_timeout has already waited.

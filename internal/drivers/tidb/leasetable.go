@@ -35,13 +35,13 @@ var leaseTx = sqldriver.LeaseTx{
 	Read: `SELECT fence, CASE WHEN owner = {owner} THEN 1 ELSE 0 END, ` +
 		`CASE WHEN expires_at = 0 OR expires_at > {now} THEN 1 ELSE 0 END FROM {t} WHERE lock_name = {name} FOR UPDATE`,
 	// Take takes a released or expired lease: a new owner, a new expiry,
-	// the fence bumped.
-	Take: `UPDATE {t} SET owner = {owner}, expires_at = {exp}, fence = fence + 1 WHERE lock_name = {name}`,
+	// the fence bumped (to the clock floor at least).
+	Take: `UPDATE {t} SET owner = {owner}, expires_at = {exp}, fence = ` + sqldriver.LeaseNextFence("fence") + ` WHERE lock_name = {name}`,
 	// Renew renews the caller's own live lease (a retried acquire): its
 	// fence stays.
 	Renew: `UPDATE {t} SET expires_at = {exp} WHERE lock_name = {name}`,
 	// Insert takes a name that has no row yet.
-	Insert: `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, 1)`,
+	Insert: `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, ` + sqldriver.LeaseFirstFence + `)`,
 	// Fence reads the fence back inside the transaction that wrote it.
 	Fence: `SELECT fence FROM {t} WHERE lock_name = {name} FOR UPDATE`,
 	// Held locks the row while the caller holds it; release and refresh
@@ -66,3 +66,8 @@ func (l leaseTable) AcquireReply() sqldriver.LeaseReply         { return l.mysql
 func (l leaseTable) Guard() (string, bool)                      { return l.mysql().Guard() }
 func (l leaseTable) RetriesConflicts() bool                     { return l.mysql().RetriesConflicts() }
 func (l leaseTable) VersionCheck() (string, func(string) error) { return l.mysql().VersionCheck() }
+
+// Purge is MySQL's DELETE ... LIMIT, sent inside BEGIN PESSIMISTIC (Tx):
+// a pessimistic DELETE reads each row's latest commit under its lock and
+// locks only the rows it deletes.
+func (l leaseTable) Purge() string { return l.mysql().Purge() }
