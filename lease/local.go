@@ -140,6 +140,15 @@ func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.D
 	if err := s.checkArgs(ctx, name, owner); err != nil {
 		return 0, false, err
 	}
+	return s.take(name, owner, nil)
+}
+
+// take is one attempt at name for owner: by w, the head of the process's
+// queue for it (local_queue.go), or by a plain Acquire (w nil), which is
+// refused while the process has waiters for name. A waiter that takes name
+// leaves the queue.
+func (s *LocalStore) take(name, owner string, w *localWaiter) (int64, bool, error) {
+	key := s.path(name)
 	s.mu.Lock()
 	if h, ok := s.held[name]; ok {
 		mine := !h.pending && h.owner == owner
@@ -149,8 +158,15 @@ func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.D
 		}
 		s.mu.Unlock()
 		if mine {
+			if w != nil {
+				leaveQueue(key, w)
+			}
 			return fence, true, nil
 		}
+		return 0, false, nil
+	}
+	if !mayTake(key, w) {
+		s.mu.Unlock()
 		return 0, false, nil
 	}
 	h := &localHold{owner: owner, pending: true}
@@ -158,6 +174,9 @@ func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.D
 	s.mu.Unlock()
 
 	fence, ok, err := s.lock(name, h)
+	if ok {
+		taken(key, w)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -426,7 +445,11 @@ func (s *LocalStore) Release(ctx context.Context, name, owner string) (bool, err
 	if !ok || h.pending || h.owner != owner {
 		return false, nil
 	}
-	if err := h.lock.unlock(true); err != nil {
+	err := h.lock.unlock(true)
+	// Wakes the process's next waiter, whose own attempt on the file lock
+	// decides, even if the unlock reported an error.
+	released(s.path(name))
+	if err != nil {
 		return false, fmt.Errorf("lease: local store: unlocking %s: %w", h.lock.path, err)
 	}
 	delete(s.held, name)

@@ -298,6 +298,10 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 	if q, ok := m.store.(Queuer); ok && o.wait > 0 && ttl > 0 {
 		return m.acquireQueued(ctx, q, name, owner, ttl, o, start, end) // queue.go
 	}
+	if ls, ok := m.store.(*LocalStore); ok && o.wait > 0 && ls.check() == nil {
+		// Waiters queue in the process: local_queue.go.
+		return m.acquireQueued(ctx, localQueuer{ls}, name, owner, ttl, o, start, end)
+	}
 	var timer *time.Timer
 	heldSeen := false // the store has answered "held"
 	quickWakes := 0   // WaitFree calls in a row that returned without waiting

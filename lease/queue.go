@@ -34,9 +34,10 @@ type queued struct {
 	ok    bool
 }
 
-// acquireQueued is acquire for a waiting Acquire on a Queuer: one store
+// acquireQueued is acquire for a waiting Acquire on a Queuer (or a
+// LocalStore, local_queue.go): one store
 // call that waits in the store's queue until end (WaitAtMost) or ctx ends.
-func (m *Manager) acquireQueued(ctx context.Context, q Queuer, name, owner string, ttl time.Duration, o options, start, end time.Time) (*Lease, error) {
+func (m *Manager) acquireQueued(ctx context.Context, q queueAcquirer, name, owner string, ttl time.Duration, o options, start, end time.Time) (*Lease, error) {
 	r, err, _ := call(ctx, end, func(ctx context.Context) (queued, error) {
 		g, sent, ok, err := q.AcquireQueued(ctx, name, owner, ttl)
 		return queued{g, sent, ok}, err
