@@ -69,11 +69,7 @@ func mayTake(key string, w *localWaiter) bool {
 func taken(key string, w *localWaiter) {
 	localQueues.mu.Lock()
 	defer localQueues.mu.Unlock()
-	q := localQueues.m[key]
-	if q == nil {
-		q = &localQueue{}
-		localQueues.m[key] = q
-	}
+	q := queueOf(key)
 	q.held = true
 	if w != nil {
 		q.remove(w)
@@ -94,15 +90,21 @@ func released(key string) {
 	localQueues.forget(key, q)
 }
 
-// joinQueue queues a new waiter for key; the head is woken at once.
-func joinQueue(key string) *localWaiter {
-	localQueues.mu.Lock()
-	defer localQueues.mu.Unlock()
+// queueOf is key's queue, made if it has none; under localQueues.mu.
+func queueOf(key string) *localQueue {
 	q := localQueues.m[key]
 	if q == nil {
 		q = &localQueue{}
 		localQueues.m[key] = q
 	}
+	return q
+}
+
+// joinQueue queues a new waiter for key; the head is woken at once.
+func joinQueue(key string) *localWaiter {
+	localQueues.mu.Lock()
+	defer localQueues.mu.Unlock()
+	q := queueOf(key)
 	w := &localWaiter{since: time.Now(), wake: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
 	q.wakeHead()
