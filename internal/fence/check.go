@@ -12,7 +12,6 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
-	"github.com/lockplugin/lockplugin/internal/sqldriver"
 	"github.com/lockplugin/lockplugin/internal/stmtstate"
 	"github.com/lockplugin/lockplugin/internal/version"
 )
@@ -97,20 +96,10 @@ func reread(db *gorm.DB, f *schema.Field, exprs []clause.Expression) (n, cur int
 	}
 	sql := q.Statement.SQL.String()
 	if plugin.InTransaction(stmt.ConnPool) {
-		sql = rereadOf(dialects.Of(db)).FenceRead(sql)
+		sql = drivers.For(dialects.Of(db)).Reread().FenceRead(sql)
 	}
 	err = stmt.ConnPool.QueryRowContext(stmt.Context, sql, q.Statement.Vars...).Scan(&n, &cur)
 	return n, cur, err
-}
-
-// rereadOf is d's Reread family, or the standard one for a database
-// lockplugin does not know (the capability gate refuses its fenced
-// writes; its raw statements are read as standard SQL).
-func rereadOf(d dialects.Dialect) sqldriver.Reread {
-	if rr := drivers.For(d).Reread(); rr != nil {
-		return rr
-	}
-	return sqldriver.StandardReread{}
 }
 
 // setModels writes the fence into the models the statement wrote.

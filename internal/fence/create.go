@@ -2,6 +2,7 @@ package fence
 
 import (
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"reflect"
 	"strings"
 
@@ -41,7 +42,7 @@ func guardCreate(db *gorm.DB) {
 	if c, has := stmt.Clauses["ON CONFLICT"]; has {
 		oc, _ := c.Expression.(clause.OnConflict)
 		d := dialects.Of(db)
-		refusal := rereadOf(d).UpsertFenceRefusal()
+		refusal := drivers.For(d).Reread().UpsertFenceRefusal()
 		switch {
 		case oc.DoNothing:
 		case oc.UpdateAll && stmt.SkipHooks && len(oc.DoUpdates) == 0 && len(oc.Columns) == 0:

@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"strconv"
 	"testing"
 
@@ -43,8 +44,8 @@ func TestRereadGolden(t *testing.T) {
 			Select("COUNT(*), COALESCE(MAX(?), 0)", clause.Column{Name: "fence"}).Find(&discard)
 		sel := q.Statement.SQL.String()
 		p.Add("re-read of the rows a fenced write matched, outside a transaction", sel)
-		p.Add("re-read of the rows a fenced write matched, in a transaction", rereadOf(d).FenceRead(sel))
-		if refusal := rereadOf(d).UpsertFenceRefusal(); refusal == "" {
+		p.Add("re-read of the rows a fenced write matched, in a transaction", drivers.For(d).Reread().FenceRead(sel))
+		if refusal := drivers.For(d).Reread().UpsertFenceRefusal(); refusal == "" {
 			stmt := &gorm.Statement{DB: db, Table: "accounts", Clauses: map[string]clause.Clause{}}
 			clause.Where{Exprs: []clause.Expression{cond{col: "fence", fence: 7}}}.Build(stmt)
 			p.Add("fenced upsert: the condition of its update branch", stmt.SQL.String())
@@ -53,9 +54,9 @@ func TestRereadGolden(t *testing.T) {
 			p.Add("fenced upsert: the condition of its update branch", "")
 			p.Add("fenced upsert: refused because", refusal)
 		}
-		p.Add("an UPDATE may assign an identity primary key", strconv.FormatBool(rereadOf(d).UpdatesIdentity()))
+		p.Add("an UPDATE may assign an identity primary key", strconv.FormatBool(drivers.For(d).Reread().UpdatesIdentity()))
 		for _, s := range rawSamples {
-			kw, writes := rawWrite(s, rereadOf(d).RawLexis())
+			kw, writes := rawWrite(s, drivers.For(d).Reread().RawLexis())
 			got := "reads"
 			if writes {
 				got = "writes (" + kw + ")"

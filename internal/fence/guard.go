@@ -2,6 +2,7 @@ package fence
 
 import (
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -96,7 +97,7 @@ func guardUpdate(db *gorm.DB) {
 		// As the version guard does: SQL Server cannot update an identity
 		// column (UpdatesIdentity false), which its dialector leaves out
 		// inside gorm:update.
-		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && !rereadOf(dialects.Of(db)).UpdatesIdentity() {
+		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement && !drivers.For(dialects.Of(db)).Reread().UpdatesIdentity() {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		set = callbacks.ConvertToAssignments(stmt) // adds GORM's primary key condition

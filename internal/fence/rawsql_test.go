@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"strings"
 	"testing"
 
@@ -59,7 +60,9 @@ func TestRawWrite(t *testing.T) {
 }
 
 // lexisOf is the raw SQL lexis of a database of kind k.
-func lexisOf(k dialects.Kind) sqldriver.Lexis { return rereadOf(dialects.Dialect{Kind: k}).RawLexis() }
+func lexisOf(k dialects.Kind) sqldriver.Lexis {
+	return drivers.For(dialects.Dialect{Kind: k}).Reread().RawLexis()
+}
 
 // FuzzRawWrite: the classifier ends on any input without panicking, and
 // a writing statement after any text free of quotes and comment starters

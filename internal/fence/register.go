@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"sync"
 
 	"gorm.io/gorm"
@@ -112,7 +113,7 @@ func refuseRawWrite(db *gorm.DB) {
 	if _, ok := tokenOf(stmt); !ok {
 		return
 	}
-	if kw, writes := rawWrite(stmt.SQL.String(), rereadOf(dialects.Of(db)).RawLexis()); writes {
+	if kw, writes := rawWrite(stmt.SQL.String(), drivers.For(dialects.Of(db)).Reread().RawLexis()); writes {
 		err := fmt.Errorf("%w: db.Raw under a fence with a statement that may write (%s): write through a model with a lockplugin.Fence column, or send it on a context without WithFence with \"fence <= ?\" and \"fence = ?\" of your own; nothing was sent", ErrUnguarded, kw)
 		db.AddError(err)
 		if rows, ok := db.Get("rows"); ok && rows == false {

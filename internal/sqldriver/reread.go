@@ -10,8 +10,8 @@ package sqldriver
 // function.
 //
 // The version guard runs on any database GORM speaks, one lockplugin does
-// not know included (fenced writes are gated by the capability matrix): a
-// nil Reread is read as StandardReread.
+// not know included (fenced writes are gated by the capability matrix):
+// the unknown database's driver answers with StandardReread, never nil.
 type Reread interface {
 	// VersionRead is query, the SELECT of a row's version that the version
 	// guard sends after a guarded write failed, made to read the latest
@@ -81,7 +81,7 @@ type Lexis struct {
 }
 
 // StandardReread is the Reread of a database lockplugin does not know:
-// plain reads, a released savepoint, no upsert comparison, standard SQL's
+// plain reads, no upsert comparison, standard SQL's
 // lexis.
 type StandardReread struct{}
 

@@ -67,7 +67,7 @@ func beginBatch(db *gorm.DB, st *state) {
 		return
 	}
 	if plugin.InTransaction(db.Statement.ConnPool) {
-		if lock := rereadOf(dialects.Of(db)).BatchLock(); lock != "" {
+		if lock := drivers.For(dialects.Of(db)).Reread().BatchLock(); lock != "" {
 			lockFirst(db, st, lock)
 			return
 		}

@@ -26,15 +26,15 @@ func TestRereadGolden(t *testing.T) {
 		byKey := goldenSelect(db, clause.Select{Columns: []clause.Column{{Name: "version"}}},
 			clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: "id"}, Value: 7}}})
 		p.Add("re-read of a version by primary key, outside a transaction", byKey)
-		p.Add("re-read of a version by primary key, in a transaction", rereadOf(d).VersionRead(byKey))
+		p.Add("re-read of a version by primary key, in a transaction", drivers.For(d).Reread().VersionRead(byKey))
 		byCond := goldenSelect(db, clause.Select{Columns: []clause.Column{{Name: "version"}, {Name: "id"}}},
 			clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Name: "title"}, Value: "x"}}},
 			clause.Limit{Limit: ptr(1)})
-		p.Add("re-read of a version by the caller's conditions, in a transaction", rereadOf(d).VersionRead(byCond))
+		p.Add("re-read of a version by the caller's conditions, in a transaction", drivers.For(d).Reread().VersionRead(byCond))
 		p.Add("release of a guarded batch's savepoint", drivers.For(d).ReleaseSavepoint("lockplugin_version_1f2e"))
 		batch := goldenSelect(db, clause.Select{Columns: []clause.Column{{Name: "id"}}},
 			clause.Where{Exprs: []clause.Expression{clause.Lte{Column: clause.Column{Name: "price"}, Value: 10}}})
-		if lock := rereadOf(d).BatchLock(); lock != "" {
+		if lock := drivers.For(d).Reread().BatchLock(); lock != "" {
 			p.Add("guarded batch in a transaction: lock-first read (no savepoint)", batch+lock)
 		} else {
 			p.Add("guarded batch in a transaction: lock-first read (no savepoint)", "")
@@ -45,13 +45,13 @@ func TestRereadGolden(t *testing.T) {
 			{Column: clause.Column{Name: "price"}, Value: clause.Column{Table: "excluded", Name: "price"}},
 			{Column: clause.Column{Name: "version"}, Value: clause.Column{Table: "excluded", Name: "version"}},
 		}
-		p.Add("upsert bump, every column from the inserted row", goldenBuild(db, upsertBump(rereadOf(d), fromInserted, f)))
+		p.Add("upsert bump, every column from the inserted row", goldenBuild(db, upsertBump(drivers.For(d).Reread(), fromInserted, f)))
 		computed := clause.Set{
 			{Column: clause.Column{Name: "title"}, Value: clause.Column{Table: "excluded", Name: "title"}},
 			{Column: clause.Column{Name: "price"}, Value: clause.Expr{SQL: "price + 1"}},
 		}
-		p.Add("upsert bump, a computed assignment", goldenBuild(db, upsertBump(rereadOf(d), computed, f)))
-		p.Add("an UPDATE may assign an identity primary key", strconv.FormatBool(rereadOf(d).UpdatesIdentity()))
+		p.Add("upsert bump, a computed assignment", goldenBuild(db, upsertBump(drivers.For(d).Reread(), computed, f)))
+		p.Add("an UPDATE may assign an identity primary key", strconv.FormatBool(drivers.For(d).Reread().UpdatesIdentity()))
 	})
 }
 

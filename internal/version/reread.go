@@ -12,7 +12,6 @@ import (
 	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/internal/drivers"
 	"github.com/lockplugin/lockplugin/internal/plugin"
-	"github.com/lockplugin/lockplugin/internal/sqldriver"
 )
 
 // reread reads the version row r holds now, on the connection (and in the
@@ -62,7 +61,7 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 	}
 	query, vars := built.Statement.SQL.String(), built.Statement.Vars
 	if plugin.InTransaction(stmt.ConnPool) {
-		query = rereadOf(dialects.Of(db)).VersionRead(query)
+		query = drivers.For(dialects.Of(db)).Reread().VersionRead(query)
 	}
 
 	begin := time.Now()
@@ -100,14 +99,4 @@ func reread(db *gorm.DB, st *state, r row) (cur Version, pk []any, found bool, e
 		pk = append(pk, k.Elem().Interface())
 	}
 	return fromNull(v.Int64, v.Valid), pk, true, rows.Err()
-}
-
-// rereadOf is d's Reread family, or the standard one for a database
-// lockplugin does not know: version guards run on any database GORM
-// speaks.
-func rereadOf(d dialects.Dialect) sqldriver.Reread {
-	if rr := drivers.For(d).Reread(); rr != nil {
-		return rr
-	}
-	return sqldriver.StandardReread{}
 }

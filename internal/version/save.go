@@ -2,6 +2,7 @@ package version
 
 import (
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"reflect"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -245,7 +246,7 @@ func bumpOnConflict(db *gorm.DB, f *schema.Field, oc clause.OnConflict) {
 			return
 		}
 	}
-	oc.DoUpdates = upsertBump(rereadOf(dialects.Of(db)), oc.DoUpdates, f)
+	oc.DoUpdates = upsertBump(drivers.For(dialects.Of(db)).Reread(), oc.DoUpdates, f)
 	stmt.AddClause(oc)
 }
 

@@ -3,6 +3,7 @@ package version
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/drivers"
 	"reflect"
 
 	"gorm.io/gorm"
@@ -122,7 +123,7 @@ func (g *guard) guardUpdate(db *gorm.DB) {
 		// leave it out here where the database cannot update an identity
 		// column (UpdatesIdentity false: SQL Server).
 		if pf := stmt.Schema.PrioritizedPrimaryField; pf != nil && pf.AutoIncrement &&
-			!rereadOf(dialects.Of(db)).UpdatesIdentity() {
+			!drivers.For(dialects.Of(db)).Reread().UpdatesIdentity() {
 			stmt.Omits = append(stmt.Omits, pf.DBName)
 		}
 		// The same conversion gorm:update would make (it adds the primary
