@@ -5,48 +5,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"github.com/lockplugin/lockplugin/internal/silentserver"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 )
 
-// silentListener accepts TCP connections and never sends a byte: a port
-// where something listens that is not the database, or a server stuck
-// before its handshake. It returns the address.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
+// silentListener is a port where something that is not the database
+// listens and never answers (silentserver.Start).
+func silentListener(t *testing.T) string { return silentserver.Start(t) }
 
 // issueBound is issue 28's promise: an unreachable or silent server gives
 // exit 2 within 15 s.

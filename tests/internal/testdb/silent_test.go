@@ -1,42 +1,15 @@
 package testdb
 
 import (
+	"github.com/lockplugin/lockplugin/internal/silentserver"
 	"net"
-	"sync"
 	"testing"
 	"time"
 )
 
-// silentListener accepts TCP connections and never answers: a server stuck
-// before its handshake. It returns the port.
+// silentListener is silentserver.Start's port.
 func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_, port, _ := net.SplitHostPort(silentserver.Start(t))
 	return port
 }
 

@@ -19,6 +19,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockplugin/lockplugin/internal/bounded"
 	"os"
 	"strings"
 	"sync"
@@ -171,26 +172,16 @@ const openTimeout = 15 * time.Second
 // open is openUnbounded within openTimeout. When the time runs out, the
 // open is left to finish or fail on its own, and closes what it opened.
 func open(kind, dsn string) (*Target, error) {
-	type result struct {
-		tg  *Target
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		tg, err := openUnbounded(kind, dsn)
-		done <- result{tg, err}
-	}()
-	select {
-	case r := <-done:
-		return r.tg, r.err
-	case <-time.After(openTimeout):
-		go func() {
-			if r := <-done; r.tg != nil {
-				r.tg.closeAll()
+	tg, ok, err := bounded.Within(openTimeout, func() (*Target, error) { return openUnbounded(kind, dsn) },
+		func(tg *Target, _ error) {
+			if tg != nil {
+				tg.closeAll()
 			}
-		}()
+		})
+	if !ok {
 		return nil, fmt.Errorf("testdb: %s did not finish connecting, its handshake or its first query in %v: a server that accepts connections but does not answer", kind, openTimeout)
 	}
+	return tg, err
 }
 
 func openUnbounded(kind, dsn string) (*Target, error) {
