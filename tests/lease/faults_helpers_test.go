@@ -55,11 +55,14 @@ func (s naiveRedis) Acquire(ctx context.Context, name, owner string, ttl time.Du
 // safety deadline: fn's context is cancelled only when a KeepAlive refresh
 // returns an error or "not held", each refresh bounded only through its
 // context (TTL minus interval, from the tick). The unprotected baseline.
-func naiveDo(ctx context.Context, s lease.Store, name string, ttl, interval time.Duration, fn func(context.Context)) {
+func naiveDo(ctx context.Context, s lease.Store, name string, ttl, interval time.Duration, fn func(context.Context)) error {
 	owner := randomOwner()
 	_, ok, err := s.Acquire(ctx, name, owner, ttl)
-	if err != nil || !ok {
-		return
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return lease.ErrNotAcquired
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	go func() {
@@ -85,6 +88,7 @@ func naiveDo(ctx context.Context, s lease.Store, name string, ttl, interval time
 	rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
 	defer rcancel()
 	_, _ = s.Release(rctx, name, owner)
+	return nil
 }
 
 func randomOwner() string {
@@ -138,28 +142,38 @@ const starvedAfter = 50 * time.Millisecond
 
 // runTakeover starts holder, which must call fn while it holds name; once
 // fn runs it calls fault, then a rival Manager on rival waits up to 5 s
-// for the lease. It does not wait for the holder to end.
-func runTakeover(t *testing.T, name string, holder func(fn func(context.Context)), fault func(), rival lease.Store) takeover {
+// for the lease. It does not wait for the holder to end. A holder that
+// ends without calling fn fails the test with its error.
+func runTakeover(t *testing.T, name string, holder func(fn func(context.Context)) error, fault func(), rival lease.Store) takeover {
 	t.Helper()
 	in := make(chan struct{})
 	var cancelled atomic.Pointer[time.Time]
 	var started, expiry time.Time // written before in closes
 	var leaseEnded atomic.Pointer[time.Time]
-	go holder(func(ctx context.Context) {
-		started = time.Now()
-		if l, ok := lease.FromContext(ctx); ok {
-			expiry = l.Expiry()
-			context.AfterFunc(l.Context(), func() { now := time.Now(); leaseEnded.Store(&now) })
-		}
-		close(in)
-		<-ctx.Done()
-		now := time.Now()
-		cancelled.Store(&now)
-	})
+	held := make(chan error, 1)
+	go func() {
+		held <- holder(func(ctx context.Context) {
+			started = time.Now()
+			if l, ok := lease.FromContext(ctx); ok {
+				expiry = l.Expiry()
+				context.AfterFunc(l.Context(), func() { now := time.Now(); leaseEnded.Store(&now) })
+			}
+			close(in)
+			<-ctx.Done()
+			now := time.Now()
+			cancelled.Store(&now)
+		})
+	}()
 	select {
 	case <-in:
+	case err := <-held:
+		select {
+		case <-in: // fn ran, and ended before the fault
+		default:
+			t.Fatalf("the holder did not get the lease: %v", err)
+		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the holder did not get the lease")
+		t.Fatal("the holder did not get the lease within 5 s")
 	}
 	fault()
 	g := &grantClock{Store: rival}

@@ -139,12 +139,11 @@ func TestFaultRedisPartition(t *testing.T) {
 			noErr(t, c.Ping(context.Background()).Err(), "warm-up")
 			s := redisstore.New(c, redisstore.Prefix(faultPrefix))
 			name := fmt.Sprintf("partition-%v-%d-%d", naive, time.Now().UnixNano(), i)
-			holder := func(fn func(context.Context)) {
+			holder := func(fn func(context.Context)) error {
 				if naive {
-					naiveDo(context.Background(), s, name, kaTTL, kaInterval, fn)
-					return
+					return naiveDo(context.Background(), s, name, kaTTL, kaInterval, fn)
 				}
-				_ = lease.NewManager(s).Do(context.Background(), name, func(ctx context.Context) error { fn(ctx); return nil },
+				return lease.NewManager(s).Do(context.Background(), name, func(ctx context.Context) error { fn(ctx); return nil },
 					lease.TTL(kaTTL), lease.KeepAlive(kaInterval))
 			}
 			sum.add(runTakeover(t, name, holder, func() { p.Blackhole(true) }, rival))
@@ -184,12 +183,11 @@ func TestFaultRedisSlowReplies(t *testing.T) {
 			clients = append(clients, c)
 			s := redisstore.New(c, redisstore.Prefix(faultPrefix))
 			name := fmt.Sprintf("slow-%v-%d-%d", naive, time.Now().UnixNano(), i)
-			holder := func(fn func(context.Context)) {
+			holder := func(fn func(context.Context)) error {
 				if naive {
-					naiveDo(context.Background(), s, name, kaTTL, kaInterval, fn)
-					return
+					return naiveDo(context.Background(), s, name, kaTTL, kaInterval, fn)
 				}
-				_ = lease.NewManager(s).Do(context.Background(), name, func(ctx context.Context) error { fn(ctx); return nil },
+				return lease.NewManager(s).Do(context.Background(), name, func(ctx context.Context) error { fn(ctx); return nil },
 					lease.TTL(kaTTL), lease.KeepAlive(kaInterval))
 			}
 			sum.add(runTakeover(t, name, holder, func() { p.SetDelay(250*time.Millisecond, 250*time.Millisecond) }, rival))

@@ -273,12 +273,11 @@ func tableTakeovers(t *testing.T, holderStore, rival lease.Store, fault, heal fu
 		var sum summary
 		for i := range runs {
 			name := fmt.Sprintf("takeover-%v-%d-%d", naive, time.Now().UnixNano(), i)
-			holder := func(fn func(context.Context)) {
+			holder := func(fn func(context.Context)) error {
 				if naive {
-					naiveDo(context.Background(), holderStore, name, kaTTL, kaInterval, fn)
-					return
+					return naiveDo(context.Background(), holderStore, name, kaTTL, kaInterval, fn)
 				}
-				_ = lease.NewManager(holderStore).Do(context.Background(), name, func(ctx context.Context) error { fn(ctx); return nil },
+				return lease.NewManager(holderStore).Do(context.Background(), name, func(ctx context.Context) error { fn(ctx); return nil },
 					lease.TTL(kaTTL), lease.KeepAlive(kaInterval))
 			}
 			sum.add(runTakeover(t, name, holder, fault, rival))
