@@ -3,7 +3,13 @@ GO         ?= go
 TESTFLAGS  ?= -race -count=1 -timeout 25m
 FUZZTIME   ?= 15s
 BENCHTIME  ?= 1s
-BENCHCOUNT ?= 5
+BENCHCOUNT ?= 2
+# The pairs whose ratios issue 27 bounds, run BENCHFOCUSROUNDS more rounds
+# after the BENCHCOUNT rounds of everything: their medians are over
+# BENCHCOUNT + BENCHFOCUSROUNDS rounds.
+BENCHFOCUS ?= './lease:^BenchmarkAcquireRelease$$/^(redis|local)$$' './advisory:^BenchmarkWith$$' \
+	'./observe:^BenchmarkObserverLease$$' './locks:^BenchmarkClaimRiver$$/^n=1$$'
+BENCHFOCUSROUNDS ?= 10
 
 # The library modules and tests/ are vetted and tested each on its own
 # (GOWORK=off), as CI and their users see them: with go.work, which lists
@@ -78,7 +84,8 @@ lint: fmt-check vet staticcheck
 
 # Every benchmark of tests/, written up in BENCHMARKS.md.
 bench:
-	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -out ../BENCHMARKS.md
+	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -count $(BENCHCOUNT) \
+		$(foreach f,$(BENCHFOCUS),-focus $(f)) -focus-rounds $(BENCHFOCUSROUNDS) -out ../BENCHMARKS.md
 
 # lockcheck on an embedded SQLite file in a temp directory: nothing to install.
 demo:

@@ -11,6 +11,7 @@ require (
 	github.com/gofrs/flock v0.13.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/lockplugin/lockplugin v0.0.0
+	github.com/lockplugin/lockplugin/integrations/otellock v0.0.0
 	github.com/microsoft/go-mssqldb v1.8.2
 	github.com/ory/dockertest/v3 v3.12.0
 	github.com/redis/go-redis/v9 v9.17.3
@@ -18,6 +19,8 @@ require (
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.31.0
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/etcd/client/v3 v3.6.16
+	go.opentelemetry.io/otel/metric v1.44.0
+	go.opentelemetry.io/otel/trace v1.44.0
 	go.uber.org/zap v1.27.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/driver/postgres v1.6.3
@@ -31,6 +34,8 @@ require (
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
@@ -47,6 +52,8 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.16 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel v1.44.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
@@ -116,6 +123,8 @@ replace github.com/lockplugin/lockplugin => ../
 replace github.com/lockplugin/lockplugin/lease/etcdstore => ../lease/etcdstore
 
 replace github.com/lockplugin/lockplugin/integrations/gocronlock => ../integrations/gocronlock
+
+replace github.com/lockplugin/lockplugin/integrations/otellock => ../integrations/otellock
 
 replace github.com/lockplugin/lockplugin/lease/redisstore => ../lease/redisstore
 

@@ -69,7 +69,7 @@ func BenchmarkClaimRiver(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, n := range []int{1, 8} {
-		b.Run(fmt.Sprintf("n=%d/river", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=%d/baseline=river", n), func(b *testing.B) {
 			var spent time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()

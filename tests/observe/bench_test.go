@@ -4,11 +4,14 @@ import (
 	"context"
 	"testing"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/lockplugin/lockplugin"
 	"github.com/lockplugin/lockplugin/advisory"
+	"github.com/lockplugin/lockplugin/integrations/otellock"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/observe"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -16,30 +19,40 @@ import (
 
 var noop = observe.Func(func(observe.Event) {})
 
-// BenchmarkI17ObserverLease is one Acquire and Release on the local store
-// (the cheapest lease cycle, so the hook's share is the largest), with no
-// Observer and with a no-op one, in the same run.
-func BenchmarkI17ObserverLease(b *testing.B) {
+// BenchmarkObserverLease is one Acquire and Release on the local store
+// (the cheapest lease cycle, so the hook's share is the largest) with an
+// Observer, beside the same cycle with none in the same run: a no-op
+// observe.Func, and otellock over OpenTelemetry's no-op meter and tracer
+// providers (telemetry compiled in but switched off).
+func BenchmarkObserverLease(b *testing.B) {
 	store, err := lease.NewLocalStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
+	otelNoop, err := otellock.New(otellock.MeterProvider(metricnoop.NewMeterProvider()), otellock.TracerProvider(tracenoop.NewTracerProvider()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cycle := func(b *testing.B, opts ...lease.ManagerOption) {
+		m := lease.NewManager(store, opts...)
+		ctx := context.Background()
+		for i := 0; i < b.N; i++ {
+			l, err := m.Acquire(ctx, "i17_bench", lease.TTL(lease.DefaultTTL))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	for _, c := range []struct {
 		name string
-		opts []lease.ManagerOption
-	}{{"unset", nil}, {"noop", []lease.ManagerOption{lease.WithObserver(noop)}}} {
+		o    observe.Observer
+	}{{"noop", noop}, {"otellock-noop-providers", otelNoop}} {
 		b.Run(c.name, func(b *testing.B) {
-			m := lease.NewManager(store, c.opts...)
-			ctx := context.Background()
-			for i := 0; i < b.N; i++ {
-				l, err := m.Acquire(ctx, "i17_bench", lease.TTL(lease.DefaultTTL))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			b.Run("lockplugin", func(b *testing.B) { cycle(b, lease.WithObserver(c.o)) })
+			b.Run("baseline=unset", func(b *testing.B) { cycle(b) })
 		})
 	}
 }

@@ -1,20 +1,25 @@
 // Command benchreport runs every benchmark of the tests module and writes
 // BENCHMARKS.md: for each mechanism and database the figure, the baseline
-// it was compared with in the same run, the ratio, the machine and the
-// command. `make bench` runs it:
+// it was compared with, the ratio, the machine and the command. `make
+// bench` runs it:
 //
-//	cd tests && go run ./cmd/benchreport -benchtime 1s -out ../BENCHMARKS.md
+//	cd tests && go run ./cmd/benchreport -count 2 -focus './lease:^BenchmarkX$' -out ../BENCHMARKS.md
 //
-// It runs, from the current directory,
+// It runs, from the current directory, -count rounds of
 //
-//	go test -run '^$' -bench . -benchmem -benchtime <t> -p 1 -timeout 60m ./...
+//	go test -run '^$' -bench . -benchmem -benchtime <t> -count 1 -p 1 -timeout 60m ./...
 //
-// streaming go test's output to stderr. Packages run one at a time (-p 1)
-// so that no benchmark competes with another for the CPUs. Benchmarks name
-// their leaves BenchmarkXxx/<database>/lockplugin and, beside them,
-// BenchmarkXxx/<database>/baseline=<what>; the report pairs them.
+// then -focus-rounds more rounds of each -focus pattern (in its package
+// directory when it names one), streaming go test's output to stderr.
+// Packages run one at a time (-p 1) so that no benchmark competes with
+// another for the CPUs. Benchmarks name their leaves
+// BenchmarkXxx/<database>/lockplugin and, beside them,
+// BenchmarkXxx/<database>/baseline=<what>; the report pairs them, and a
+// pair's ratio is the median of its rounds' ratios: within a round the two
+// ran one right after the other, under the same load.
 //
-// With -in it reads saved `go test -bench` output instead of running.
+// With -in it reads saved output instead of running (rounds are marked by
+// the "# benchreport round N" lines it writes before each round).
 // It exits 1 when a benchmark or package failed (the report is still
 // written, listing the failures) and 2 for bad flags.
 package main
@@ -35,6 +40,19 @@ import (
 	"time"
 )
 
+// patterns is a repeatable string flag.
+type patterns []string
+
+func (p *patterns) String() string { return strings.Join(*p, " ") }
+
+func (p *patterns) Set(v string) error {
+	if v == "" {
+		return errors.New("empty pattern")
+	}
+	*p = append(*p, v)
+	return nil
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -44,9 +62,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	benchtime := fs.String("benchtime", "1s", "go test -benchtime: a duration (1s) or an iteration count (100x)")
 	bench := fs.String("bench", ".", "go test -bench: which benchmarks to run")
-	count := fs.Int("count", 5, "go test -count: runs of each benchmark; the report shows their medians")
+	count := fs.Int("count", 2, "rounds: each runs every benchmark once (go test -count 1); the report shows medians over the rounds")
+	var focus patterns
+	fs.Var(&focus, "focus", "a go test -bench pattern, optionally after its package directory and a colon (./lease:^BenchmarkX$), run -focus-rounds more times after the rounds (repeatable)")
+	focusRounds := fs.Int("focus-rounds", 10, "how many more rounds the -focus patterns run")
 	out := fs.String("out", "BENCHMARKS.md", "file to write; - for standard output")
-	in := fs.String("in", "", "read saved `go test -bench` output from this file instead of running go test")
+	in := fs.String("in", "", "read saved output (go test -bench, with benchreport's round lines) from this file instead of running go test")
 	goCmd := fs.String("go", "go", "the go command")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -58,17 +79,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "benchreport: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	goArgs := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-benchtime", *benchtime, "-count", strconv.Itoa(*count), "-p", "1", "-timeout", "60m", "./..."}
+	if *count < 1 || *focusRounds < 0 {
+		fmt.Fprintf(stderr, "benchreport: -count must be at least 1 and -focus-rounds at least 0\n")
+		return 2
+	}
+	// A pattern may name its package directory first ("./lease:^BenchmarkX$"),
+	// which saves starting every other package's test binary.
+	goArgs := func(pattern string) []string {
+		pkgs := "./..."
+		if dir, p, ok := strings.Cut(pattern, ":"); ok && strings.HasPrefix(dir, "./") {
+			pkgs, pattern = dir, p
+		}
+		return []string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-benchtime", *benchtime, "-count", "1", "-p", "1", "-timeout", "60m", pkgs}
+	}
 	h := Header{
 		Reproduce: "make bench",
-		Command:   *goCmd + " " + shellJoin(goArgs),
+		Command:   *goCmd + " " + shellJoin(goArgs(*bench)),
 		Machine:   machine(*goCmd),
+		Rounds:    *count,
+	}
+	if len(focus) > 0 && *focusRounds > 0 {
+		h.Focus, h.FocusRounds = focus, *focusRounds
 	}
 	var vars []string
 	if *benchtime != "1s" {
 		vars = append(vars, "BENCHTIME="+*benchtime)
 	}
-	if *count != 5 {
+	if *count != 2 {
 		vars = append(vars, "BENCHCOUNT="+strconv.Itoa(*count))
 	}
 	if len(vars) > 0 {
@@ -84,19 +121,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		output = b
+		h.Rounds = 0
 	} else {
+		// Rounds, then the focus patterns' rounds: each round is one go
+		// test invocation, whose output follows a round line.
+		var runs []string
+		for range *count {
+			runs = append(runs, *bench)
+		}
+		for range h.FocusRounds {
+			runs = append(runs, h.Focus...)
+		}
 		var buf bytes.Buffer
-		cmd := exec.Command(*goCmd, goArgs...)
-		cmd.Stdout = io.MultiWriter(stderr, &buf)
-		cmd.Stderr = stderr
-		fmt.Fprintf(stderr, "benchreport: %s\n", h.Command)
-		if err := cmd.Run(); err != nil {
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				fmt.Fprintf(stderr, "benchreport: running go test: %v\n", err)
-				return 1
+		for i, pattern := range runs {
+			fmt.Fprintf(&buf, "%s%d\n", roundMarker, i+1)
+			args := goArgs(pattern)
+			cmd := exec.Command(*goCmd, args...)
+			cmd.Stdout = io.MultiWriter(stderr, &buf)
+			cmd.Stderr = stderr
+			fmt.Fprintf(stderr, "benchreport: round %d of %d: %s %s\n", i+1, len(runs), *goCmd, shellJoin(args))
+			if err := cmd.Run(); err != nil {
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) {
+					fmt.Fprintf(stderr, "benchreport: running go test: %v\n", err)
+					return 1
+				}
+				failed = true
 			}
-			failed = true
 		}
 		output = buf.Bytes()
 	}
@@ -107,6 +158,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "benchreport: reading go test output: %v\n", err)
 		return 1
 	}
+	parsed.Raw = parsed.Results
 	parsed.Results = Medians(parsed.Results)
 	if parsed.CPU != "" && h.Machine.CPU == "" {
 		h.Machine.CPU = parsed.CPU

@@ -28,6 +28,9 @@ type Result struct {
 	N int64
 	// Metrics are the figures in the order go test printed them.
 	Metrics []Metric
+	// Round is the round of benchreport's run the result came from (the
+	// "# benchreport round N" line before it); 0 in output without rounds.
+	Round int
 }
 
 // Metric returns the value for unit and whether the line reported it.
@@ -49,7 +52,12 @@ type Note struct {
 
 // Run is everything one `go test -bench` run printed that the report uses.
 type Run struct {
-	Results  []Result
+	// Results are the results; main folds repeated ones into their
+	// medians (Medians) before rendering.
+	Results []Result
+	// Raw are the results before folding, for the per-round ratios; nil
+	// when Results were not folded.
+	Raw      []Result
 	Skipped  []Note
 	Failed   []Note
 	GOOS     string
@@ -57,6 +65,10 @@ type Run struct {
 	CPU      string
 	Packages []string
 }
+
+// roundMarker starts the output of one round: benchreport writes it before
+// each go test invocation it makes.
+const roundMarker = "# benchreport round "
 
 var (
 	procsSuffix  = regexp.MustCompile(`-(\d+)$`)
@@ -69,6 +81,7 @@ var (
 func Parse(r io.Reader) (*Run, error) {
 	run := &Run{}
 	var pkg, pending string
+	round := 0
 	var note *Note // the SKIP or FAIL whose reason lines follow
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
@@ -85,6 +98,11 @@ func Parse(r io.Reader) (*Run, error) {
 			note = nil
 		}
 		switch {
+		case strings.HasPrefix(line, roundMarker):
+			if n, err := strconv.Atoi(strings.TrimPrefix(line, roundMarker)); err == nil {
+				round = n
+			}
+			pending = ""
 		case strings.HasPrefix(line, "goos: "):
 			run.GOOS = strings.TrimPrefix(line, "goos: ")
 		case strings.HasPrefix(line, "goarch: "):
@@ -114,6 +132,7 @@ func Parse(r io.Reader) (*Run, error) {
 		case strings.HasPrefix(line, "Benchmark"):
 			f := strings.Fields(line)
 			if res, ok := parseFigures(pkg, f[0], f[1:]); ok {
+				res.Round = round
 				run.Results = append(run.Results, res)
 				pending = ""
 			} else {
@@ -123,6 +142,7 @@ func Parse(r io.Reader) (*Run, error) {
 			}
 		case pending != "":
 			if res, ok := parseFigures(pkg, pending, strings.Fields(line)); ok {
+				res.Round = round
 				run.Results = append(run.Results, res)
 				pending = ""
 			}
@@ -171,11 +191,18 @@ type Pair struct {
 	BaselineName string
 	// Baseline is the "baseline=<what>" leaf.
 	Baseline *Result
+	// RoundRatios are the plugin's time per operation over the baseline's
+	// in each round where both ran (see WithRoundRatios), in round order.
+	RoundRatios []float64
 }
 
-// Ratio is the plugin's time per operation over the baseline's, and false
-// when either is missing.
+// Ratio is the median of the per-round ratios when there are any, else
+// the plugin's time per operation over the baseline's; false when either
+// is missing.
 func (p Pair) Ratio() (float64, bool) {
+	if len(p.RoundRatios) > 0 {
+		return median(p.RoundRatios), true
+	}
 	if p.Plugin == nil || p.Baseline == nil {
 		return 0, false
 	}
@@ -244,4 +271,44 @@ func PairUp(results []Result) (pairs []Pair, others []Result) {
 		}
 	}
 	return pairs, others
+}
+
+// WithRoundRatios sets each pair's RoundRatios from the unfolded results
+// of a run in rounds: the variant and its baseline ran one after the
+// other in each round, so a round's ratio compares them under the same
+// load, which the ratio of the two medians does not on a shared machine.
+// Results without a round (Round 0) give none.
+func WithRoundRatios(pairs []Pair, raw []Result) {
+	type key struct {
+		pkg, name string
+		round     int
+	}
+	ns := map[key]float64{}
+	var rounds []int
+	seen := map[int]bool{}
+	for _, r := range raw {
+		if r.Round == 0 {
+			continue
+		}
+		if v, ok := r.Metric("ns/op"); ok {
+			ns[key{r.Pkg, r.Name, r.Round}] = v
+		}
+		if !seen[r.Round] {
+			seen[r.Round] = true
+			rounds = append(rounds, r.Round)
+		}
+	}
+	for i := range pairs {
+		p := &pairs[i]
+		if p.Plugin == nil || p.Baseline == nil {
+			continue
+		}
+		for _, n := range rounds {
+			a, ok1 := ns[key{p.Pkg, p.Plugin.Name, n}]
+			b, ok2 := ns[key{p.Pkg, p.Baseline.Name, n}]
+			if ok1 && ok2 && b != 0 {
+				p.RoundRatios = append(p.RoundRatios, a/b)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,13 @@ type Header struct {
 	Reproduce string
 	// Command is the go test command that produced the figures.
 	Command string
+	// Rounds is how many times Command ran; 0 when the output was read
+	// (-in).
+	Rounds int
+	// Focus are the -bench patterns run FocusRounds more times after the
+	// rounds, for the pairs whose ratios matter most.
+	Focus       []string
+	FocusRounds int
 }
 
 // modulePrefix is cut from package paths to name each section after its
@@ -39,23 +47,32 @@ const modulePrefix = "github.com/lockplugin/lockplugin/tests/"
 func Render(w io.Writer, h Header, run *Run) error {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
-	b.WriteString("Every figure below comes from one invocation of the command shown, on the machine shown, against the databases\n")
+	b.WriteString("Every figure below comes from the command shown, on the machine shown, against the databases\n")
 	b.WriteString("its tests reach (see README.md for the LOCKPLUGIN_* variables). Each measured variant\n")
-	b.WriteString("(`.../lockplugin`) is paired with the baseline it ran beside in the same run\n")
-	b.WriteString("(`.../baseline=<what>`); **ratio** is lockplugin's time per operation divided by the baseline's\n")
-	b.WriteString("(below 1: faster than the baseline). Other figures are shown as the benchmarks reported them.\n")
-	b.WriteString("Each figure is the median of the runs the command made (`-count`), on the machine below, with the\n")
-	b.WriteString("databases on the same cores: treat a difference of a few percent as noise.\n\n")
+	b.WriteString("(`.../lockplugin`) is paired with the baseline it ran beside (`.../baseline=<what>`).\n")
+	b.WriteString("The command runs in rounds: each round is one `go test -count 1`, in which a variant and its\n")
+	b.WriteString("baseline run one right after the other. **ratio** is lockplugin's time per operation divided by\n")
+	b.WriteString("the baseline's in the same round, the median over the rounds (below 1: faster than the\n")
+	b.WriteString("baseline), with the lowest and highest round beside it; every other figure is the median of\n")
+	b.WriteString("the rounds. The databases share the machine's cores: a ratio whose range spans 1 is a tie,\n")
+	b.WriteString("and absolute times depend on the load; ratios, round trips and allocations do not.\n\n")
 	fmt.Fprintf(&b, "Reproduce: `%s`\n\n", h.Reproduce)
 	b.WriteString("| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| date | %s |\n", h.Date.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "| command | `%s` (in tests/) |\n", h.Command)
+	if h.Rounds > 0 {
+		fmt.Fprintf(&b, "| rounds | %d |\n", h.Rounds)
+	}
+	for _, f := range h.Focus {
+		fmt.Fprintf(&b, "| and | `%s`, %d more rounds |\n", f, h.FocusRounds)
+	}
 	fmt.Fprintf(&b, "| Go | %s %s/%s |\n", h.Machine.GoVersion, h.Machine.GOOS, h.Machine.GOARCH)
 	fmt.Fprintf(&b, "| CPU | %s |\n", cell(h.Machine.CPU))
 	fmt.Fprintf(&b, "| logical CPUs | %d |\n", h.Machine.NumCPU)
 	b.WriteString("\n")
 
 	pairs, others := PairUp(run.Results)
+	WithRoundRatios(pairs, run.Raw)
 	byPkg := map[string][]Pair{}
 	var pkgs []string
 	for _, p := range pairs {
@@ -76,6 +93,10 @@ func Render(w io.Writer, h Header, run *Run) error {
 			ratio := "-"
 			if r, ok := p.Ratio(); ok {
 				ratio = fmt.Sprintf("%.2f×", r)
+			}
+			if n := len(p.RoundRatios); n > 1 {
+				lo, hi := slices.Min(p.RoundRatios), slices.Max(p.RoundRatios)
+				ratio += fmt.Sprintf(" (%.2f–%.2f, %d rounds)", lo, hi, n)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
 				cell(p.Benchmark), cell(p.Database), figure(p.Plugin), cell(p.BaselineName), figure(p.Baseline), ratio)
