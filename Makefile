@@ -4,6 +4,12 @@ TESTFLAGS  ?= -race -count=1 -timeout 25m
 FUZZTIME   ?= 15s
 BENCHTIME  ?= 1s
 BENCHCOUNT ?= 5
+# tests/lease TestFairnessReport runs I25_FAIRNESS_SECONDS per store (6
+# runs): short in make test, for its assertions (no overlap, no fence
+# regression, no wait run out on a store that queues); the 30 s report in
+# make fairness, which make bench runs too.
+FAIRNESS_TEST_SECONDS ?= 4
+FAIRNESS_SECONDS      ?= 30
 
 # The library modules and tests/ are vetted and tested each on its own
 # (GOWORK=off), as CI and their users see them: with go.work, which lists
@@ -28,7 +34,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || { d=$$($(GO) env GOBIN); [ -n "$$d" ] || d=$$($(GO) env GOPATH | cut -d: -f1)/bin; echo "$$d/staticcheck"; })
 STATICCHECKS ?= all
 
-.PHONY: test fmt-check vet staticcheck unit conformance fuzz install-check tidy bench demo lint compose-up compose-down
+.PHONY: test fmt-check vet staticcheck unit conformance fuzz install-check tidy bench fairness demo lint compose-up compose-down
 
 # make test is deterministic: no random search runs in it (FuzzMaskDSN's
 # seeds and its testdata/fuzz corpus run as ordinary tests in conformance);
@@ -53,7 +59,7 @@ unit:
 
 # lockcheck's tests run its scenarios on the databases, like tests/.
 conformance:
-	cd tests && $(ALONE) $(GO) test $(TESTFLAGS) ./...
+	cd tests && I25_FAIRNESS_SECONDS=$(FAIRNESS_TEST_SECONDS) $(ALONE) $(GO) test $(TESTFLAGS) ./...
 	$(INWORK) $(LOCKCHECK) $(GO) test $(TESTFLAGS) ./...
 
 # lockcheck's DSN masking against generated secrets, for FUZZTIME. A
@@ -76,9 +82,17 @@ tidy:
 
 lint: fmt-check vet staticcheck
 
-# Every benchmark of tests/, written up in BENCHMARKS.md.
+# Every benchmark of tests/, written up in BENCHMARKS.md, then the
+# fairness report (its table is printed, for BENCHMARKS.md's fairness
+# section).
 bench:
 	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -out ../BENCHMARKS.md
+	$(MAKE) fairness
+
+# One hot name, 8 workers, FAIRNESS_SECONDS on each store, beside redsync
+# and etcd's concurrency.Mutex: wait p50, p99, max, waits that ran out.
+fairness:
+	cd tests && I25_FAIRNESS_SECONDS=$(FAIRNESS_SECONDS) $(ALONE) $(GO) test -count=1 -timeout 30m -run '^TestFairnessReport$$' -v ./lease
 
 # lockcheck on an embedded SQLite file in a temp directory: nothing to install.
 demo:
