@@ -343,3 +343,92 @@ func clientCalls(m map[string]int64) int64 {
 	}
 	return n
 }
+
+// TestI25RedisSentinelWatch: an election through Sentinel (a primary, one
+// replica, three sentinels of the test's own), TTL and PollInterval 5 s.
+// a leads and b campaigns, waiting on its subscription; the primary is
+// killed. b's watch ends with the primary's connection (it does not hang
+// on a dead server): Campaign polls, then watches again on the promoted
+// replica, so that once a resigns after the failover b takes over well
+// before the 5 s poll.
+func TestI25RedisSentinelWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis primary, a replica and three sentinels")
+	}
+	p := servers.StartRedisPrimary(t)
+	r := servers.StartRedisReplica(t, p.Addr)
+	ss := servers.StartSentinels(t, p.Addr, 3, 1)
+	store := ownRedisStore(t, redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    servers.SentinelMaster,
+		SentinelAddrs: servers.SentinelAddrs(ss),
+		DialTimeout:   time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+	}))
+	ctx := context.Background()
+	name := testdb.Unique(t, "i25_sentinel_watch")
+	opts := []election.Option{election.TTL(5 * time.Second), election.PollInterval(5 * time.Second)}
+
+	// The watch itself ends with the primary.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	rel, err := store.WatchRelease(wctx, name)
+	noErr(t, err)
+
+	a, err := election.New(store, name, opts...)
+	noErr(t, err)
+	ta, err := a.Campaign(ctx)
+	noErr(t, err)
+	// The replica has a's lease before the primary goes.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, err := servers.RedisDo(r.Addr, "EXISTS", store.Key(name))
+		if err == nil && strings.TrimSpace(out) == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica has not a's lease after 10 s: %q, %v", out, err)
+		}
+	}
+	b, err := election.New(store, name, opts...)
+	noErr(t, err)
+	won := make(chan *election.Term, 1)
+	go func() {
+		tb, err := b.Campaign(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		won <- tb
+	}()
+	time.Sleep(200 * time.Millisecond) // b is waiting
+	p.Kill()
+	select {
+	case _, ok := <-rel:
+		want(t, !ok, "the watch signalled instead of ending")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end within 10 s of the primary's death")
+	}
+	if err := servers.WaitPromoted(ss[0].Addr, r.Addr, 30*time.Second); err != nil {
+		t.Fatalf("failover: %v", err)
+	}
+	// b's Campaign polls once after its watch ended (within 5 s) and
+	// watches again; a's term survives on the promoted replica or ends.
+	time.Sleep(7 * time.Second)
+	select {
+	case tb := <-won:
+		// a's refresh failed across the failover and its lease expired: b
+		// took over on its own; nothing more to show.
+		t.Logf("b led during the failover (term %d): a's lease did not survive it", tb.Number())
+		noErr(t, tb.Resign(ctx))
+		return
+	default:
+	}
+	resigned := time.Now()
+	noErr(t, ta.Resign(ctx))
+	select {
+	case tb := <-won:
+		took := time.Since(resigned)
+		t.Logf("Sentinel, after a failover: b took over %v after a resigned (PollInterval 5 s)", took.Round(100*time.Microsecond))
+		want(t, took < time.Second, "b did not watch again after the failover: it took over after %v", took)
+		noErr(t, tb.Resign(ctx))
+	case <-time.After(15 * time.Second):
+		t.Fatal("b never led after a resigned")
+	}
+}
