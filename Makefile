@@ -10,6 +10,12 @@ BENCHCOUNT ?= 2
 BENCHFOCUS ?= './lease:^BenchmarkAcquireRelease$$/^(redis|local)$$' './advisory:^BenchmarkWith$$' \
 	'./observe:^BenchmarkObserverLease$$' './locks:^BenchmarkClaimRiver$$/^n=1$$'
 BENCHFOCUSROUNDS ?= 10
+# tests/lease TestFairnessReport runs I25_FAIRNESS_SECONDS per store (6
+# runs): short in make test, for its assertions (no overlap, no fence
+# regression, no wait run out on a store that queues); the 30 s report in
+# make fairness, and in make bench (its table goes into BENCHMARKS.md).
+FAIRNESS_TEST_SECONDS ?= 4
+FAIRNESS_SECONDS      ?= 30
 
 # The library modules and tests/ are vetted and tested each on its own
 # (GOWORK=off), as CI and their users see them: with go.work, which lists
@@ -34,7 +40,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || { d=$$($(GO) env GOBIN); [ -n "$$d" ] || d=$$($(GO) env GOPATH | cut -d: -f1)/bin; echo "$$d/staticcheck"; })
 STATICCHECKS ?= all
 
-.PHONY: test fmt-check vet staticcheck unit conformance fuzz install-check tidy bench demo lint compose-up compose-down
+.PHONY: test fmt-check vet staticcheck unit conformance fuzz install-check tidy bench fairness demo lint compose-up compose-down
 
 # make test is deterministic: no random search runs in it (FuzzMaskDSN's
 # seeds and its testdata/fuzz corpus run as ordinary tests in conformance);
@@ -59,7 +65,7 @@ unit:
 
 # lockcheck's tests run its scenarios on the databases, like tests/.
 conformance:
-	cd tests && $(ALONE) $(GO) test $(TESTFLAGS) ./...
+	cd tests && I25_FAIRNESS_SECONDS=$(FAIRNESS_TEST_SECONDS) $(ALONE) $(GO) test $(TESTFLAGS) ./...
 	$(INWORK) $(LOCKCHECK) $(GO) test $(TESTFLAGS) ./...
 
 # lockcheck's DSN masking against generated secrets, for FUZZTIME. A
@@ -82,10 +88,17 @@ tidy:
 
 lint: fmt-check vet staticcheck
 
-# Every benchmark of tests/, written up in BENCHMARKS.md.
+# Every benchmark of tests/, written up in BENCHMARKS.md, then the
+# fairness report (its table is printed, for BENCHMARKS.md's fairness
+# section).
 bench:
 	cd tests && $(GO) run ./cmd/benchreport -benchtime $(BENCHTIME) -count $(BENCHCOUNT) \
-		$(foreach f,$(BENCHFOCUS),-focus $(f)) -focus-rounds $(BENCHFOCUSROUNDS) -out ../BENCHMARKS.md
+		$(foreach f,$(BENCHFOCUS),-focus $(f)) -focus-rounds $(BENCHFOCUSROUNDS) -fairness $(FAIRNESS_SECONDS) -out ../BENCHMARKS.md
+
+# One hot name, 8 workers, FAIRNESS_SECONDS on each store, beside redsync
+# and etcd's concurrency.Mutex: wait p50, p99, max, waits that ran out.
+fairness:
+	cd tests && I25_FAIRNESS_SECONDS=$(FAIRNESS_SECONDS) $(ALONE) $(GO) test -count=1 -timeout 30m -run '^TestFairnessReport$$' -v ./lease
 
 # lockcheck on an embedded SQLite file in a temp directory: nothing to install.
 demo:

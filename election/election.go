@@ -102,8 +102,8 @@ func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 // an idle candidate costs the store about ten cheap reads per TTL
 // whatever the number of candidates, and a new leader follows a dead one
 // within the TTL plus that interval; on a store that signals releases
-// (Watcher: etcd) it waits for the signal and checks only every third of
-// the TTL. Observe then reads every lease.DefaultPollInterval (50 ms).
+// (Watcher: etcd, Redis) it waits for the signal and checks only every
+// third of the TTL. Observe then reads every lease.DefaultPollInterval (50 ms).
 //
 // With it, a waiting candidate checks every d (every max(d, TTL/3) on a
 // Watcher store), and Observe reads every d.
@@ -172,7 +172,7 @@ func (e *Elector) Name() string {
 // Campaign blocks until this candidate leads, and returns its term. Its
 // first attempt takes the lease at once if it is free. While another
 // candidate leads it waits: on a store that signals releases (Watcher:
-// etcd) until the signal, checking every third of the TTL besides; on
+// etcd, Redis) until the signal, checking every third of the TTL besides; on
 // the others it checks every PollInterval (by default TTL/10, with
 // jitter; see PollInterval). A check on a store that can say who holds
 // the name (Holder) is one read, and Campaign tries to take the lease
@@ -351,8 +351,11 @@ func (e *Elector) leading() *Term {
 
 // Watcher is an optional interface of a lease.Store that can notify: a
 // signal on the channel (until ctx ends) says name may have been released,
-// and Campaign tries at once instead of at its next poll. The etcd store
-// (etcdstore) implements it; Campaign polls the others.
+// and Campaign tries at once instead of at its next poll; the channel is
+// closed when the watch ends (Campaign then polls, and watches again).
+// The etcd store (etcdstore) and the Redis store (redisstore: a
+// subscription to the channels its scripts publish releases and grants
+// on, and a timer for expiry) implement it; Campaign polls the others.
 type Watcher interface {
 	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
 }
@@ -371,7 +374,8 @@ type Holder interface {
 // notify: a signal on the channel says name's holder may have changed, and
 // Observe reads at once instead of at its next poll; the channel is
 // closed when the watch ends (Observe then watches again at its next
-// poll). The etcd store (etcdstore) implements it.
+// poll). The etcd store (etcdstore) and the Redis store (redisstore)
+// implement it.
 type HolderWatcher interface {
 	WatchHolder(ctx context.Context, name string) (<-chan struct{}, error)
 }
@@ -408,7 +412,7 @@ func (e *Elector) Leader(ctx context.Context) (term int64, led bool, err error) 
 
 // Observe reports the election's leadership as it changes, reading the
 // store every PollInterval, and at once when a store with HolderWatcher
-// (etcd) signals a change: a value is sent when the term number or
+// (etcd, Redis) signals a change: a value is sent when the term number or
 // whether it is held changes. The channel is closed when ctx ends.
 //
 // A read that fails, or has no answer within CallTimeout, is sent as a

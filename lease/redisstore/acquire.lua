@@ -1,6 +1,8 @@
 -- KEYS[1] lock key, KEYS[2] fence counter (same hash slot)
 -- ARGV[1] owner, ARGV[2] TTL in ms (0: no expiry)
 -- Returns the holder's fence, or 0 when someone else holds the lease.
+-- A grant (not the same owner's retry, not a refusal) is published on
+-- KEYS[1]..":acquired" for watchers (watch.go); a refresh publishes nothing.
 --
 -- The counter expires: it need only outlive the lease, and the server
 -- clock's passing it. Once the clock (in microseconds) is above the
@@ -53,4 +55,5 @@ if now > f then
 end
 redis.call("SET", KEYS[2], string.format("%d", f))
 keep(f, now)
+redis.call("PUBLISH", KEYS[1] .. ":acquired", "1")
 return f

@@ -3,11 +3,13 @@
 -- acquire.lua does (max(counter + 1, server clock in microseconds)), so
 -- the next holder's fence is above the old holder's. The counter then
 -- expires once the clock has passed it (as release.lua's).
--- Returns 1 when a lease was held, 0 when not.
+-- Returns 1 when a lease was held, 0 when not. Like release.lua, it
+-- publishes on KEYS[1]..":released" for waiters and watchers.
 if redis.call("EXISTS", KEYS[1]) == 0 then
 	return 0
 end
 redis.call("DEL", KEYS[1])
+redis.call("PUBLISH", KEYS[1] .. ":released", "1")
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local f = (tonumber(redis.call("GET", KEYS[2])) or 0) + 1

@@ -89,7 +89,8 @@ func (s *Store) Leases(ctx context.Context) ([]Entry, error) {
 // ForceRelease is an operator's release of name's lease whoever holds it:
 // it deletes the key and moves the fencing counter on, in one script, so
 // that the next holder's fence is above the old holder's. It reports
-// whether a lease was held. The old holder learns it at its next Refresh
+// whether a lease was held, and publishes the release as Release does
+// (WaitFree, WatchRelease and WatchHolder wake on it). The old holder learns it at its next Refresh
 // (ErrLeaseLost) and may act until its own safety deadline: what the
 // lease protects must check fences for the release to be safe at once.
 func (s *Store) ForceRelease(ctx context.Context, name string) (bool, error) {

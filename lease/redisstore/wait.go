@@ -21,9 +21,8 @@ var _ lease.Waiter = (*Store)(nil)
 // polls, as it does for a store without WaitFree.
 //
 // Every waiter wakes on a release and tries once: Redis cannot queue
-// waiters, so the one whose Acquire arrives first wins. A release by
-// ForceRelease publishes nothing; waiters find it at their next poll
-// (Manager re-checks at least every 5 s).
+// waiters, so the one whose Acquire arrives first wins. ForceRelease
+// publishes on the same channel.
 func (s *Store) WaitFree(ctx context.Context, name string) error {
 	if err := s.usable(); err != nil {
 		return err

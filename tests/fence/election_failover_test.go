@@ -14,17 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockplugin/lockplugin/election"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/etcdstore"
+	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
 	"github.com/lockplugin/lockplugin/tests/internal/servers"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
 const (
-	foStoreEnv = "I25_FAILOVER_STORE" // "table" or "etcd"
+	foStoreEnv = "I25_FAILOVER_STORE" // "table", "etcd" or "redis"
 	foEtcdEnv  = "I25_FAILOVER_ETCD"  // the etcd endpoints, comma-separated
+	foRedisEnv = "I25_FAILOVER_REDIS" // the Redis address (a server of the test's own)
 	foNameEnv  = "I25_FAILOVER_NAME"
 	foTTLEnv   = "I25_FAILOVER_TTL" // the TTL, default 3s (a Go duration)
 	foProcs    = 3
@@ -53,6 +57,9 @@ func TestI25FailoverHelper(t *testing.T) {
 		store = s
 	case "etcd":
 		store = etcdstore.New(etcdClientAt(t, strings.Split(os.Getenv(foEtcdEnv), ",")...), etcdstore.Prefix("i25-failover/"))
+	case "redis":
+		c := redis.NewClient(&redis.Options{Addr: os.Getenv(foRedisEnv), DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		store = redisstore.New(c, redisstore.Prefix("i25-failover:"))
 	}
 	e, err := election.New(store, name, election.TTL(failoverTTL()))
 	if err != nil {
@@ -137,19 +144,23 @@ func startFailoverProc(t *testing.T, env []string, proc int, wins chan<- foWin) 
 
 // TestI25Failover: 3 processes, one candidate each (TTL 3 s, default
 // poll: each waiting candidate reads the holder about every 300 ms, or
-// waits on etcd's watch), on the table store (shared PostgreSQL) and on
-// etcd (a cluster of the test's own). 10 times, the leader's process is
+// waits on etcd's watch or Redis's subscription), on the table store
+// (shared PostgreSQL), on etcd (a cluster of the test's own) and on Redis
+// (a server of the test's own). 10 times, the leader's process is
 // killed (SIGKILL) at a random point of its refresh cycle, and a new
 // leader must win within TTL + 1 s of the kill; the killed process is
 // replaced.
 func TestI25Failover(t *testing.T) {
 	foTTL := failoverTTL()
-	for _, kind := range []string{"table", "etcd"} {
+	for _, kind := range []string{"table", "etcd", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			env := []string{foTTLEnv + "=" + foTTL.String(), foStoreEnv + "=" + kind, foNameEnv + "=" + fmt.Sprintf("i25-failover-%s-%d", kind, time.Now().UnixNano())}
-			if kind == "etcd" {
+			switch kind {
+			case "etcd":
 				env = append(env, foEtcdEnv+"="+strings.Join(servers.StartEtcdCluster(t).Endpoints(), ","))
-			} else {
+			case "redis":
+				env = append(env, foRedisEnv+"="+servers.StartRedis(t).Addr)
+			default:
 				testdb.Get(t, testdb.Postgres)
 			}
 			wins := make(chan foWin, 64)

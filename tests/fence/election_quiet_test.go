@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -137,8 +139,12 @@ func etcdCounters(t *testing.T, c *servers.EtcdCluster, cl *clientv3.Client) (pr
 // counted: at most 2 per second per idle candidate (the leader's
 // refreshes are counted against them too). On etcd (a cluster of the
 // test's own), raft proposals committed and the revision: at most 5
-// writes per second. The same run with PollInterval(50ms), every
-// candidate checking every 50 ms, is the baseline.
+// writes per second. On Redis (a server of the test's own), the
+// commands clients send (INFO commandstats, without the commands the
+// scripts run): at most 10 per TTL per candidate; its baseline is the
+// same run on the store with its watches hidden. Elsewhere the same run
+// with PollInterval(50ms), every candidate checking every 50 ms, is the
+// baseline.
 func TestI25QuietElection(t *testing.T) {
 	t.Run("table", func(t *testing.T) {
 		db, counter := countedPostgres(t)
@@ -168,5 +174,35 @@ func TestI25QuietElection(t *testing.T) {
 		want(t, terms == 0, "the election was not stable: %d new terms", terms)
 		want(t, gotProps <= 5, "%.2f etcd proposals/s, want <= 5", gotProps)
 		want(t, gotRevs <= 5, "%.2f etcd revisions/s, want <= 5", gotRevs)
+	})
+	t.Run("redis", func(t *testing.T) {
+		// A Redis of the test's own: INFO commandstats counts every client
+		// and nothing else.
+		srv := servers.StartRedis(t)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		store := ownRedisStore(t, c)
+		var calls [2]map[string]int64 // the calls at the last two counts: the window's start and end
+		count := func() int64 {
+			m := commandCalls(t, c)
+			calls[0], calls[1] = calls[1], m
+			return clientCalls(m)
+		}
+		// The baseline: the same store without its watches, polling as
+		// every Redis candidate did before them (default options: every
+		// TTL/10).
+		base, bterms := runStableElection(t, pollingOnly{store, store}, "i25-quiet-base", quietCandidates, quietWindow/2, count)
+		got, terms := runStableElection(t, store, "i25-quiet", quietCandidates, quietWindow, count)
+		var each []string
+		for cmd, n := range calls[1] {
+			if d := n - calls[0][cmd]; d > 0 && cmd != "info" {
+				each = append(each, fmt.Sprintf("%s %d", cmd, d))
+			}
+		}
+		sort.Strings(each)
+		perTTL := got * election.DefaultTTL.Seconds() / quietCandidates
+		t.Logf("Redis, %d candidates (TTL %v): %.2f client commands/s, %.1f per TTL per candidate (every command in the window, the scripts' own included: %s); baseline polling only (no watch, default options): %.1f commands/s; terms in the window: %d, baseline %d",
+			quietCandidates, election.DefaultTTL, got, perTTL, strings.Join(each, ", "), base, terms, bterms)
+		want(t, terms == 0, "the election was not stable: %d new terms", terms)
+		want(t, perTTL <= 10, "%.1f Redis commands per TTL per candidate, want <= 10 (O(1) per TTL, not per poll)", perTTL)
 	})
 }

@@ -66,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var focus patterns
 	fs.Var(&focus, "focus", "a go test -bench pattern, optionally after its package directory and a colon (./lease:^BenchmarkX$), run -focus-rounds more times after the rounds (repeatable)")
 	focusRounds := fs.Int("focus-rounds", 10, "how many more rounds the -focus patterns run")
+	fairness := fs.Int("fairness", 0, "seconds per store of tests/lease TestFairnessReport, run after the benchmarks, its table in the report; 0: not run")
 	out := fs.String("out", "BENCHMARKS.md", "file to write; - for standard output")
 	in := fs.String("in", "", "read saved output (go test -bench, with benchreport's round lines) from this file instead of running go test")
 	goCmd := fs.String("go", "go", "the go command")
@@ -150,6 +151,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		output = buf.Bytes()
+		if *fairness > 0 {
+			table, err := runFairness(*goCmd, *fairness, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "benchreport: the fairness report: %v\n", err)
+				failed = true
+			}
+			h.Fairness = table
+		}
 	}
 	h.Date = time.Now()
 
@@ -242,4 +251,26 @@ func shellJoin(args []string) string {
 		q[i] = a
 	}
 	return strings.Join(q, " ")
+}
+
+// runFairness runs tests/lease TestFairnessReport for seconds per store and
+// returns the Markdown table it writes (I25_FAIRNESS_OUT).
+func runFairness(goCmd string, seconds int, stderr io.Writer) (string, error) {
+	f, err := os.CreateTemp("", "benchreport-fairness-*.md")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	args := []string{"test", "-count", "1", "-timeout", "30m", "-run", "^TestFairnessReport$", "-v", "./lease"}
+	cmd := exec.Command(goCmd, args...)
+	cmd.Env = append(os.Environ(), "I25_FAIRNESS_SECONDS="+strconv.Itoa(seconds), "I25_FAIRNESS_OUT="+f.Name())
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	fmt.Fprintf(stderr, "benchreport: the fairness report: I25_FAIRNESS_SECONDS=%d %s %s\n", seconds, goCmd, shellJoin(args))
+	runErr := cmd.Run()
+	table, err := os.ReadFile(f.Name())
+	if err != nil {
+		return "", err
+	}
+	return string(table), runErr
 }

@@ -37,6 +37,9 @@ type Header struct {
 	// rounds, for the pairs whose ratios matter most.
 	Focus       []string
 	FocusRounds int
+	// Fairness is tests/lease TestFairnessReport's Markdown table; empty
+	// when it did not run.
+	Fairness string
 }
 
 // modulePrefix is cut from package paths to name each section after its
@@ -102,6 +105,13 @@ func Render(w io.Writer, h Header, run *Run) error {
 				cell(p.Benchmark), cell(p.Database), figure(p.Plugin), cell(p.BaselineName), figure(p.Baseline), ratio)
 		}
 		b.WriteString("\n")
+	}
+	if h.Fairness != "" {
+		b.WriteString("## Fairness: one hot name\n\n")
+		b.WriteString("tests/lease `TestFairnessReport`: 8 workers take one name in turn (holding it 1 ms) on each\n")
+		b.WriteString("store, beside go-redsync on the same Redis and etcd's concurrency.Mutex on the same cluster;\n")
+		b.WriteString("how long each acquisition waited. Local and etcd queue their waiters; the others let them race.\n\n")
+		b.WriteString(strings.TrimSpace(h.Fairness) + "\n\n")
 	}
 	if len(others) > 0 {
 		b.WriteString("## Other benchmarks\n\n")
