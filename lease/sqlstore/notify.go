@@ -48,7 +48,11 @@ type Receive func(ctx context.Context, driverConn any) (channel, payload string,
 // New fails with Listen on a database other than PostgreSQL.
 func Listen(receive Receive) Option { return func(c *config) { c.receive = receive } }
 
-var errNoListen = errors.New("sqlstore: waiting needs the Listen option (PostgreSQL); polling")
+// errNoListen answers WaitFree and the watches without Listen. It
+// matches errors.ErrUnsupported: the store cannot wait in this
+// configuration (Manager polls, the conformance suite skips its WaitFree
+// check).
+var errNoListen = fmt.Errorf("sqlstore: waiting on the table store needs the Listen option (PostgreSQL); polling: %w", errors.ErrUnsupported)
 
 // notifyLinger is how long the LISTEN connection stays open after its
 // last waiter left, so that waits that follow each other (Manager's
@@ -237,11 +241,17 @@ func (n *notifier) serve(ctx context.Context, r *listenRun) {
 // the end, never handed back LISTENing), runs LISTEN, marks r ready and
 // dispatches notifications until the connection fails or ctx ends.
 func (n *notifier) listenOn(ctx context.Context, r *listenRun) error {
-	db, err := n.s.db.DB()
-	if err != nil {
+	// The pool itself when it can give a connection of its own (a
+	// *sql.DB, or a wrapper of one), else db's *sql.DB.
+	var db connOpener
+	if p, ok := n.s.pool.(connOpener); ok {
+		db = p
+	} else if sdb, err := n.s.db.DB(); err == nil {
+		db = sdb
+	} else {
 		return fmt.Errorf("sqlstore: Listen needs db's *sql.DB: %w", err)
 	}
-	if db.Stats().MaxOpenConnections == 1 {
+	if st, ok := db.(interface{ Stats() sql.DBStats }); ok && st.Stats().MaxOpenConnections == 1 {
 		return errors.New("sqlstore: Listen needs a second connection, and db's pool has at most one (SetMaxOpenConns(1)); polling")
 	}
 	octx, cancel := context.WithTimeout(ctx, notifyOpenTimeout)
@@ -274,6 +284,11 @@ func (n *notifier) listenOn(ctx context.Context, r *listenRun) error {
 		}
 	})
 	return fmt.Errorf("sqlstore: the LISTEN connection on %s ended: %w", n.s.d, lost)
+}
+
+// connOpener is a pool that gives out a connection of its own (*sql.DB).
+type connOpener interface {
+	Conn(ctx context.Context) (*sql.Conn, error)
 }
 
 // dispatch wakes the waiters of the released name.

@@ -1,0 +1,319 @@
+package lease_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/lockplugin/lockplugin/lease"
+	"github.com/lockplugin/lockplugin/lease/sqlstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify"
+	"github.com/lockplugin/lockplugin/tests/internal/driverhook"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
+)
+
+// listenEnv is the shared PostgreSQL on a pool of the test's own whose
+// statements are counted at the driver (every query and exec of every
+// connection, the LISTEN connection's included), and a lease table of
+// the test's own: its LISTEN channel is the table's name, so that no
+// other run's notifications reach it and pg_stat_activity shows which
+// backend is this test's listener. The table is dropped at the end.
+type listenEnv struct {
+	db    *gorm.DB
+	sql   *sql.DB
+	admin *sql.DB // the testdb pool, uncounted: pg_stat_activity, pg_terminate_backend
+	n     *atomic.Int64
+	table string
+}
+
+func newListenEnv(t *testing.T) *listenEnv {
+	t.Helper()
+	tg := testdb.Get(t, testdb.Postgres)
+	cfg, err := pgx.ParseConfig(tg.DSN)
+	noErr(t, err, "parsing the PostgreSQL DSN")
+	e := &listenEnv{admin: tg.SQL, n: new(atomic.Int64), table: "lease_listen_" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	e.sql = sql.OpenDB(driverhook.Wrap(stdlib.GetConnector(*cfg), driverhook.Hooks{
+		AfterStatement: func(_ context.Context, _ string, err error) error {
+			e.n.Add(1)
+			return err
+		},
+	}))
+	t.Cleanup(func() {
+		_, _ = e.admin.Exec(`DROP TABLE IF EXISTS "` + e.table + `"`)
+		_ = e.sql.Close()
+	})
+	e.db, err = gorm.Open(postgres.New(postgres.Config{Conn: e.sql}), &gorm.Config{Logger: logger.Discard})
+	noErr(t, err)
+	return e
+}
+
+// store returns a table store on the env's table, with Listen or not
+// (retention off: its batches are statements of their own).
+func (e *listenEnv) store(t *testing.T, listen bool) *sqlstore.Store {
+	t.Helper()
+	opts := []sqlstore.Option{sqlstore.Table(e.table), sqlstore.Retention(-1)}
+	if listen {
+		opts = append(opts, pgnotify.Listen())
+	}
+	s, err := sqlstore.New(e.db, opts...)
+	noErr(t, err)
+	return s
+}
+
+// listeners returns the backends LISTENing on the env's channel (its
+// own connections only: the channel is its table's unique name).
+func (e *listenEnv) listeners(t *testing.T) []int64 {
+	t.Helper()
+	rows, err := e.admin.Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, `LISTEN "`+e.table+`"`)
+	noErr(t, err, "reading pg_stat_activity")
+	defer rows.Close()
+	var pids []int64
+	for rows.Next() {
+		var pid int64
+		noErr(t, rows.Scan(&pid))
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// TestI25TableListenWakes: with Listen, a waiting Acquire (PollInterval
+// 10 s, wait 3 s) gets a name released after 200 ms, within a few ms of
+// the release, and one whose holder expires (TTL 500 ms) gets it at the
+// expiry. The baseline, the same table without Listen, polls: its wait
+// runs out before its next poll. 5 rounds each.
+func TestI25TableListenWakes(t *testing.T) {
+	e := newListenEnv(t)
+	listen, plain := e.store(t, true), e.store(t, false)
+	ctx := context.Background()
+	round := func(st lease.Store, release bool, i int) (time.Duration, error) {
+		name := namePrefix + "i25_listen_" + strconv.FormatBool(release) + strconv.Itoa(i) + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		ttl := 30 * time.Second
+		if !release {
+			ttl = 500 * time.Millisecond
+		}
+		h, err := lease.NewManager(st).Acquire(ctx, name, lease.TTL(ttl))
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = h.Release(ctx) }()
+		var freed atomic.Int64 // when the release returned (UnixNano)
+		if release {
+			time.AfterFunc(200*time.Millisecond, func() {
+				if h.Release(ctx) == nil {
+					freed.Store(time.Now().UnixNano())
+				}
+			})
+		} else {
+			freed.Store(time.Now().Add(ttl).UnixNano()) // about: the expiry by the database's clock
+		}
+		l, err := lease.NewManager(st, lease.PollInterval(10*time.Second)).Acquire(ctx, name, lease.TTL(5*time.Second), lease.WaitAtMost(3*time.Second))
+		if err != nil {
+			return 0, err
+		}
+		got := time.Now()
+		_ = l.Release(ctx)
+		return got.Sub(time.Unix(0, freed.Load())), nil
+	}
+	for _, release := range []bool{true, false} {
+		got, baseline := 0, 0
+		var lat []time.Duration
+		for i := range 5 {
+			if d, err := round(listen, release, i); err == nil {
+				got++
+				lat = append(lat, d)
+			} else {
+				t.Logf("Listen round %d: %v", i, err)
+			}
+			if _, err := round(plain, release, i); err == nil {
+				baseline++
+			} else if !errors.Is(err, lease.ErrNotAcquired) {
+				t.Errorf("baseline round %d: %v", i, err)
+			}
+		}
+		how := "expiry"
+		if release {
+			how = "release"
+		}
+		slices.Sort(lat)
+		t.Logf("holder's %s: with Listen %d of 5 waiters got the name (after the %s: %v), polling every 10 s %d of 5", how, got, how, lat, baseline)
+		want(t, got == 5, "holder's %s: %d of 5 waiters got the name with Listen, want 5", how, got)
+		want(t, baseline == 0, "baseline (polling every 10 s, 3 s wait): %d of 5 got the name; the check cannot tell", baseline)
+		if release && len(lat) > 0 {
+			want(t, lat[len(lat)/2] < 50*time.Millisecond, "median wake-up %v after the release, want a few ms", lat[len(lat)/2])
+		}
+	}
+}
+
+// TestI25TableListenStatements: 8 waiters wait 5 s (WaitAtMost) on a held
+// name with the default PollInterval (50 ms). Without Listen each polls
+// (about 100 statements each); with Listen each sends its refused
+// Acquire and one read of the remaining TTL, and waits on the store's one
+// LISTEN connection. Every statement of the pool is counted.
+func TestI25TableListenStatements(t *testing.T) {
+	e := newListenEnv(t)
+	ctx := context.Background()
+	const waiters, wait = 8, 5 * time.Second
+	run := func(st lease.Store) (stmts int64, notAcquired int) {
+		name := namePrefix + "i25_listen_stmts_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		h, err := lease.NewManager(st).Acquire(ctx, name, lease.TTL(time.Minute))
+		noErr(t, err)
+		defer func() { _ = h.Release(ctx) }()
+		before := e.n.Load()
+		var wg sync.WaitGroup
+		var missed atomic.Int64
+		for range waiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := lease.NewManager(st).Acquire(ctx, name, lease.TTL(time.Minute), lease.WaitAtMost(wait))
+				if errors.Is(err, lease.ErrNotAcquired) {
+					missed.Add(1)
+				} else {
+					t.Errorf("waiter: %v, want ErrNotAcquired", err)
+				}
+			}()
+		}
+		wg.Wait()
+		return e.n.Load() - before, int(missed.Load())
+	}
+	poll, pm := run(e.store(t, false))
+	listen, lm := run(e.store(t, true))
+	t.Logf("%d waiters x %v on a held name: polling %d statements (%.1f per waiter per s), Listen %d statements (LISTEN included); waits that ran out: %d and %d",
+		waiters, wait, poll, float64(poll)/waiters/wait.Seconds(), listen, pm, lm)
+	want(t, pm == waiters && lm == waiters, "waits that ran out: %d polling, %d Listen; want %d each", pm, lm, waiters)
+	want(t, listen <= 4*waiters+1, "Listen: %d statements for %d waiters, want at most %d", listen, waiters, 4*waiters+1)
+	want(t, poll >= 10*listen, "polling %d statements against Listen %d: the baseline does not show the difference", poll, listen)
+}
+
+// TestI25TableListenContended: 8 workers take one name 10 times each
+// (WaitAtMost 10 s, holding 2 ms), through a Manager each, with and
+// without Listen: the holders harness counts overlaps and fence
+// regressions (0 both; TestContendCatchesOverlap shows it failing on a
+// store that grants everyone), and statements per acquisition are
+// compared.
+func TestI25TableListenContended(t *testing.T) {
+	e := newListenEnv(t)
+	const workers, per = 8, 10
+	for _, withListen := range []bool{false, true} {
+		st := e.store(t, withListen)
+		name := namePrefix + "i25_listen_contend_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		ms := make([]*lease.Manager, workers)
+		for i := range ms {
+			ms[i] = lease.NewManager(st)
+		}
+		before := e.n.Load()
+		start := time.Now()
+		h, notAcquired := contend(workers, per, 2*time.Millisecond, func(w int) (int64, func(), error) {
+			l, err := ms[w].Acquire(context.Background(), name, lease.TTL(5*time.Second), lease.WaitAtMost(10*time.Second))
+			if err != nil {
+				return 0, nil, err
+			}
+			return l.Fence(), func() { _ = l.Release(context.Background()) }, nil
+		})
+		took := time.Since(start)
+		stmts := e.n.Load() - before
+		t.Logf("Listen %v: %v in %v; %.1f statements per acquisition; %d waits ran out",
+			withListen, h, took.Round(time.Millisecond), float64(stmts)/float64(max(h.runs, 1)), notAcquired)
+		want(t, h.overlaps == 0 && h.regressed == 0, "Listen %v: %v", withListen, h)
+		want(t, h.runs == workers*per && notAcquired == 0, "Listen %v: %d of %d acquisitions, %d waits ran out", withListen, h.runs, workers*per, notAcquired)
+	}
+}
+
+// TestI25TableListenLost: the store's LISTEN connection is killed
+// (pg_terminate_backend of this test's own listener backend, found by its
+// unique channel), once, and then again and again every 20 ms. Waiters
+// (PollInterval 50 ms) fall back to polling while it is gone, the store
+// LISTENs again once it can, and every waiter gets the name after the
+// holder releases it, with no overlap.
+func TestI25TableListenLost(t *testing.T) {
+	e := newListenEnv(t)
+	st := e.store(t, true)
+	ctx := context.Background()
+	for _, repeat := range []bool{false, true} {
+		t.Run(fmt.Sprintf("repeat=%v", repeat), func(t *testing.T) {
+			name := namePrefix + "i25_listen_lost_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			hl, err := lease.NewManager(st).Acquire(ctx, name, lease.TTL(time.Minute))
+			noErr(t, err)
+			const waiters = 4
+			h, notAcquired := &holders{}, atomic.Int64{}
+			var wg sync.WaitGroup
+			for range waiters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l, err := lease.NewManager(st).Acquire(ctx, name, lease.TTL(10*time.Second), lease.WaitAtMost(15*time.Second))
+					if err != nil {
+						notAcquired.Add(1)
+						t.Errorf("waiter: %v", err)
+						return
+					}
+					h.enter(l.Fence())
+					time.Sleep(20 * time.Millisecond)
+					h.leave()
+					_ = l.Release(ctx)
+				}()
+			}
+			time.Sleep(300 * time.Millisecond) // the waiters wait on the LISTEN connection
+			first := e.listeners(t)
+			want(t, len(first) == 1, "%d LISTEN backends of this test before the kill, want 1: %v", len(first), first)
+			kill := func() int {
+				n := 0
+				for _, pid := range e.listeners(t) {
+					var ok bool
+					noErr(t, e.admin.QueryRow(`SELECT pg_terminate_backend($1)`, pid).Scan(&ok))
+					if ok {
+						n++
+					}
+				}
+				return n
+			}
+			kills := kill()
+			stop := make(chan struct{})
+			killed := make(chan int, 1)
+			go func() {
+				n := 0
+				for repeat {
+					select {
+					case <-stop:
+						killed <- n
+						return
+					case <-time.After(20 * time.Millisecond):
+						n += kill()
+					}
+				}
+				killed <- n
+			}()
+			time.Sleep(500 * time.Millisecond)
+			before := e.n.Load()
+			released := time.Now()
+			noErr(t, hl.Release(ctx))
+			wg.Wait()
+			took := time.Since(released)
+			close(stop)
+			kills += <-killed
+			again := e.listeners(t)
+			t.Logf("repeat %v: %d LISTEN backends killed; %v, %d waits ran out; all %d waiters done %v after the release, %d statements meanwhile; listening again: %v (before: %v)",
+				repeat, kills, h, notAcquired.Load(), waiters, took.Round(time.Millisecond), e.n.Load()-before, again, first)
+			want(t, h.overlaps == 0 && h.regressed == 0 && h.runs == waiters, "%v", h)
+			if !repeat {
+				time.Sleep(200 * time.Millisecond)
+				if again = e.listeners(t); len(again) != 1 || again[0] == first[0] {
+					t.Logf("no new listener yet (it starts with the next wait): %v", again)
+				}
+			}
+		})
+	}
+}
