@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -315,5 +316,53 @@ func TestI25TableListenLost(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkI25TableReleaseNotify: what the release's pg_notify costs.
+// 8 goroutines each acquire and release a name of their own on the
+// table store, without Listen (plain release) and with it (the release
+// also notifies; PostgreSQL serialises notifying commits on one lock),
+// alternating in one process with -count.
+func BenchmarkI25TableReleaseNotify(b *testing.B) {
+	tg := testdb.Get(b, testdb.Postgres)
+	stores := map[bool]*sqlstore.Store{}
+	for _, listen := range []bool{false, true} {
+		opts := []sqlstore.Option{sqlstore.Table(table), sqlstore.Retention(-1)}
+		if listen {
+			opts = append(opts, pgnotify.Listen())
+		}
+		s, err := sqlstore.New(tg.DB, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stores[listen] = s
+	}
+	// Rounds of their own (BENCH_ROUNDS, default 4), so that the two
+	// alternate whatever -count says.
+	rounds, _ := strconv.Atoi(os.Getenv("BENCH_ROUNDS"))
+	for round := range max(rounds, 1) {
+		for _, listen := range []bool{false, true} {
+			s := stores[listen]
+			b.Run(fmt.Sprintf("round=%d/listen=%v", round, listen), func(b *testing.B) {
+				var next atomic.Int64
+				base := namePrefix + "i25_notify_bench_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_"
+				b.SetParallelism(4)
+				b.RunParallel(func(pb *testing.PB) {
+					ctx := context.Background()
+					name := base + strconv.FormatInt(next.Add(1), 10)
+					for pb.Next() {
+						if _, ok, err := s.Acquire(ctx, name, "bench-owner", time.Minute); err != nil || !ok {
+							b.Errorf("acquire: %v %v", ok, err)
+							return
+						}
+						if ok, err := s.Release(ctx, name, "bench-owner"); err != nil || !ok {
+							b.Errorf("release: %v %v", ok, err)
+							return
+						}
+					}
+				})
+			})
+		}
 	}
 }
