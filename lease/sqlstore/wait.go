@@ -67,15 +67,17 @@ func (s *Store) WaitFree(ctx context.Context, name string) error {
 // the LISTEN connection is lost (election.Campaign then polls, and
 // watches again).
 func (s *Store) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
-	return s.watch(ctx, name)
+	return s.watch(ctx, name, false)
 }
 
 // WatchHolder implements election.HolderWatcher with Listen
 // (PostgreSQL): as WatchRelease, a signal says name's holder may have
-// changed by a release or an expiry. A name taken while free announces
+// changed by a release or an expiry, and one more follows the read the
+// watch makes 100 ms after a release (by then a waiting candidate has
+// usually taken the name). A name taken while free otherwise announces
 // nothing: Observe sees the new holder at its next read.
 func (s *Store) WatchHolder(ctx context.Context, name string) (<-chan struct{}, error) {
-	return s.watch(ctx, name)
+	return s.watch(ctx, name, true)
 }
 
 // watchSettle is how long a watch waits after a signal before reading
@@ -86,7 +88,9 @@ const (
 	watchSettleMax = 5 * time.Second
 )
 
-func (s *Store) watch(ctx context.Context, name string) (<-chan struct{}, error) {
+// watch is WatchRelease, and WatchHolder with holder set: a signal after
+// the read that follows a release too.
+func (s *Store) watch(ctx context.Context, name string, holder bool) (<-chan struct{}, error) {
 	if err := s.waitable(ctx, name); err != nil {
 		return nil, err
 	}
@@ -132,6 +136,7 @@ func (s *Store) watch(ctx context.Context, name string) (<-chan struct{}, error)
 			// left < 0: no expiry, only a release ends it
 		}
 		arm(left)
+		released := false // the timer runs for the read after a release
 		for {
 			select {
 			case <-sub.c:
@@ -139,11 +144,16 @@ func (s *Store) watch(ctx context.Context, name string) (<-chan struct{}, error)
 				settle = watchSettle
 				arm(-1)
 				t.Reset(settle)
+				released = true
 			case <-t.C:
 				left, err := s.remainingFor(ctx, name)
 				if err != nil {
 					return // the watch ends: Campaign polls and watches again
 				}
+				if released && holder && left != 0 {
+					signal() // the holder after the release
+				}
+				released = false
 				arm(left)
 			case <-sub.run.lost:
 				return
