@@ -102,8 +102,8 @@ func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 // an idle candidate costs the store about ten cheap reads per TTL
 // whatever the number of candidates, and a new leader follows a dead one
 // within the TTL plus that interval; on a store that signals releases
-// (Watcher: etcd) it waits for the signal and checks only every third of
-// the TTL. Observe then reads every lease.DefaultPollInterval (50 ms).
+// (Watcher: etcd, the table store with sqlstore.Listen) it waits for the
+// signal and checks only every third of the TTL. Observe then reads every lease.DefaultPollInterval (50 ms).
 //
 // With it, a waiting candidate checks every d (every max(d, TTL/3) on a
 // Watcher store), and Observe reads every d.
@@ -352,7 +352,8 @@ func (e *Elector) leading() *Term {
 // Watcher is an optional interface of a lease.Store that can notify: a
 // signal on the channel (until ctx ends) says name may have been released,
 // and Campaign tries at once instead of at its next poll. The etcd store
-// (etcdstore) implements it; Campaign polls the others.
+// (etcdstore) and the table store with sqlstore.Listen (PostgreSQL)
+// implement it; Campaign polls the others.
 type Watcher interface {
 	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
 }
@@ -371,7 +372,8 @@ type Holder interface {
 // notify: a signal on the channel says name's holder may have changed, and
 // Observe reads at once instead of at its next poll; the channel is
 // closed when the watch ends (Observe then watches again at its next
-// poll). The etcd store (etcdstore) implements it.
+// poll). The etcd store (etcdstore) and the table store with
+// sqlstore.Listen (PostgreSQL) implement it.
 type HolderWatcher interface {
 	WatchHolder(ctx context.Context, name string) (<-chan struct{}, error)
 }
