@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify"
@@ -364,5 +365,26 @@ func BenchmarkI25TableReleaseNotify(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// TestI25TableListenElsewhere: Listen is PostgreSQL's; New refuses it on
+// SQLite and MySQL/MariaDB with ErrUnsupported, and there, without it, the
+// table store's WaitFree and watches answer errors.ErrUnsupported at
+// once and send nothing (Manager polls, Campaign checks on its timer).
+func TestI25TableListenElsewhere(t *testing.T) {
+	for _, kind := range []string{testdb.SQLite, testdb.MySQL} {
+		t.Run(kind, func(t *testing.T) {
+			tg := testdb.Get(t, kind)
+			_, err := sqlstore.New(tg.DB, sqlstore.Table(table), pgnotify.Listen())
+			want(t, errors.Is(err, dialects.ErrUnsupported), "New with Listen on %s: %v, want ErrUnsupported", kind, err)
+			s := tableStore(t, tg.DB)
+			start := time.Now()
+			err = s.WaitFree(context.Background(), namePrefix+"i25_elsewhere")
+			want(t, errors.Is(err, errors.ErrUnsupported), "WaitFree without Listen: %v, want ErrUnsupported", err)
+			_, err = s.WatchRelease(context.Background(), namePrefix+"i25_elsewhere")
+			want(t, errors.Is(err, errors.ErrUnsupported), "WatchRelease without Listen: %v, want ErrUnsupported", err)
+			want(t, time.Since(start) < 100*time.Millisecond, "the refusals took %v", time.Since(start))
+		})
 	}
 }
