@@ -81,6 +81,8 @@ type notifier struct {
 	subs    map[string]map[*subscription]struct{} // by key(name)
 	count   int                                   // subscriptions in subs
 	idle    *time.Timer                           // stops run once nobody waits
+	seq     uint64                                // the last subscription's number
+	checks  map[string]bool                       // keys with a handoff check pending
 	retryAt time.Time                             // after a failure: subscribe fails until then
 	backoff time.Duration
 	lastErr error
@@ -100,6 +102,10 @@ type subscription struct {
 	key string
 	c   chan struct{} // a release of key was announced (buffered 1)
 	run *listenRun
+	// watch: an election watch, told of every release; else a waiting
+	// Acquire (WaitFree), woken one at a time in arrival order (seq).
+	watch bool
+	seq   uint64
 }
 
 // channelName is the notification channel of a table: its name when it
@@ -140,7 +146,7 @@ func (s *Store) listen(receive Receive) error {
 // subscribe registers interest in name's releases and returns once the
 // store's connection LISTENs (so that a release after subscribe returns
 // is announced to it), starting that connection if none is.
-func (n *notifier) subscribe(ctx context.Context, name string) (*subscription, error) {
+func (n *notifier) subscribe(ctx context.Context, name string, watch bool) (*subscription, error) {
 	n.mu.Lock()
 	r := n.run
 	if r == nil {
@@ -151,7 +157,8 @@ func (n *notifier) subscribe(ctx context.Context, name string) (*subscription, e
 		}
 		r = n.start()
 	}
-	sub := &subscription{key: key(name), c: make(chan struct{}, 1), run: r}
+	n.seq++
+	sub := &subscription{key: key(name), c: make(chan struct{}, 1), run: r, watch: watch, seq: n.seq}
 	m := n.subs[sub.key]
 	if m == nil {
 		m = map[*subscription]struct{}{}
@@ -191,6 +198,9 @@ func (n *notifier) unsubscribe(sub *subscription) {
 		delete(n.subs, sub.key)
 	}
 	n.count--
+	if !sub.watch && len(sub.c) > 0 {
+		n.wakeNext(sub.key) // it left without taking its wake-up: pass it on
+	}
 	if n.count == 0 && n.run != nil && n.idle == nil {
 		r := n.run
 		n.idle = time.AfterFunc(notifyLinger, func() {
@@ -291,21 +301,97 @@ type connOpener interface {
 	Conn(ctx context.Context) (*sql.Conn, error)
 }
 
-// dispatch wakes the waiters of the released name.
+// dispatch hands a release of name to its waiters in the process: every
+// election watch, and the waiting Acquire that came first (the others
+// would only be refused: one Acquire takes the name). A handoff check
+// follows (handoffCheck).
 func (n *notifier) dispatch(name string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for sub := range n.subs[name] {
-		select {
-		case sub.c <- struct{}{}:
-		default:
+		if sub.watch {
+			select {
+			case sub.c <- struct{}{}:
+			default:
+			}
 		}
+	}
+	n.wakeNext(name)
+}
+
+// handoffCheck is how long after waking a waiter the store reads the
+// name once (if others still wait in the process): when nobody took it
+// (the woken Acquire gave up, its wait or context over), the next waiter
+// is woken.
+const handoffCheck = 200 * time.Millisecond
+
+// wakeNext wakes the first waiting Acquire of key not woken yet, and
+// schedules a handoff check while others wait; n.mu is held.
+func (n *notifier) wakeNext(key string) {
+	var first *subscription
+	waiting := 0
+	for sub := range n.subs[key] {
+		if sub.watch || len(sub.c) > 0 {
+			continue
+		}
+		waiting++
+		if first == nil || sub.seq < first.seq {
+			first = sub
+		}
+	}
+	if first == nil {
+		return
+	}
+	first.c <- struct{}{}
+	if waiting > 1 && !n.checks[key] {
+		if n.checks == nil {
+			n.checks = map[string]bool{}
+		}
+		n.checks[key] = true
+		time.AfterFunc(handoffCheck, func() { n.handoff(key) })
+	}
+}
+
+// handoff is the handoff check of key: one read; when the name is free,
+// the next waiter is woken (and another check follows); when the read
+// fails, every waiter is (their Acquires find out).
+func (n *notifier) handoff(key string) {
+	n.mu.Lock()
+	delete(n.checks, key)
+	waiting := false
+	for sub := range n.subs[key] {
+		waiting = waiting || (!sub.watch && len(sub.c) == 0)
+	}
+	n.mu.Unlock()
+	if !waiting {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), notifyOpenTimeout)
+	defer cancel()
+	left, err := n.s.remainingKey(ctx, key)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case err != nil:
+		for sub := range n.subs[key] {
+			select {
+			case sub.c <- struct{}{}:
+			default:
+			}
+		}
+	case left == 0:
+		n.wakeNext(key)
 	}
 }
 
 // remainingFor reads how long name's lease has left: > 0, -1 for no
 // expiry, 0 when free.
 func (s *Store) remainingFor(ctx context.Context, name string) (time.Duration, error) {
+	return s.remainingKey(ctx, key(name))
+}
+
+// remainingKey is remainingFor of a stored name (key).
+func (s *Store) remainingKey(ctx context.Context, k string) (time.Duration, error) {
 	ctx, cancel, err := s.join(ctx, "wait")
 	if err != nil {
 		return 0, err
@@ -313,7 +399,7 @@ func (s *Store) remainingFor(ctx context.Context, name string) (time.Duration, e
 	defer cancel()
 	st := s.notify.remaining
 	var ms int64
-	err = s.pool.QueryRowContext(ctx, st.SQL, st.bind(values{name: key(name)})...).Scan(&ms)
+	err = s.pool.QueryRowContext(ctx, st.SQL, st.bind(values{name: k})...).Scan(&ms)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil

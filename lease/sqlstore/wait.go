@@ -20,14 +20,17 @@ var _ lease.Waiter = (*Store)(nil)
 // cannot wait (no Listen, the LISTEN connection failed or was lost):
 // lease.Manager then polls, as it does for a store without WaitFree.
 //
-// Every waiter of the name in every process wakes on a release and tries
-// once: the table cannot queue waiters, so the Acquire that arrives first
-// wins.
+// A release wakes, in each process, the WaitFree of the name that began
+// first (the others would only be refused), and 200 ms later, when others
+// still wait there, the store reads the name once and wakes the next if
+// nobody took it. Across processes the table cannot queue waiters: one
+// waiter of each process tries, and the Acquire that arrives first wins.
+// An expiry wakes every waiter.
 func (s *Store) WaitFree(ctx context.Context, name string) error {
 	if err := s.waitable(ctx, name); err != nil {
 		return err
 	}
-	sub, err := s.notify.subscribe(ctx, name)
+	sub, err := s.notify.subscribe(ctx, name, false)
 	if err != nil {
 		return err
 	}
@@ -94,7 +97,7 @@ func (s *Store) watch(ctx context.Context, name string, holder bool) (<-chan str
 	if err := s.waitable(ctx, name); err != nil {
 		return nil, err
 	}
-	sub, err := s.notify.subscribe(ctx, name)
+	sub, err := s.notify.subscribe(ctx, name, true)
 	if err != nil {
 		return nil, err
 	}

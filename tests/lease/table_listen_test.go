@@ -201,15 +201,19 @@ func TestI25TableListenStatements(t *testing.T) {
 }
 
 // TestI25TableListenContended: 8 workers take one name 10 times each
-// (WaitAtMost 10 s, holding 2 ms), through a Manager each, with and
-// without Listen: the holders harness counts overlaps and fence
+// (WaitAtMost 10 s, holding 2 ms, then 50 ms), through a Manager each,
+// with and without Listen: the holders harness counts overlaps and fence
 // regressions (0 both; TestContendCatchesOverlap shows it failing on a
 // store that grants everyone), and statements per acquisition are
 // compared.
 func TestI25TableListenContended(t *testing.T) {
 	e := newListenEnv(t)
 	const workers, per = 8, 10
-	for _, withListen := range []bool{false, true} {
+	for _, c := range []struct {
+		withListen bool
+		hold       time.Duration
+	}{{false, 2 * time.Millisecond}, {true, 2 * time.Millisecond}, {false, 50 * time.Millisecond}, {true, 50 * time.Millisecond}} {
+		withListen, hold := c.withListen, c.hold
 		st := e.store(t, withListen)
 		name := namePrefix + "i25_listen_contend_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		ms := make([]*lease.Manager, workers)
@@ -218,7 +222,7 @@ func TestI25TableListenContended(t *testing.T) {
 		}
 		before := e.n.Load()
 		start := time.Now()
-		h, notAcquired := contend(workers, per, 2*time.Millisecond, func(w int) (int64, func(), error) {
+		h, notAcquired := contend(workers, per, hold, func(w int) (int64, func(), error) {
 			l, err := ms[w].Acquire(context.Background(), name, lease.TTL(5*time.Second), lease.WaitAtMost(10*time.Second))
 			if err != nil {
 				return 0, nil, err
@@ -227,8 +231,8 @@ func TestI25TableListenContended(t *testing.T) {
 		})
 		took := time.Since(start)
 		stmts := e.n.Load() - before
-		t.Logf("Listen %v: %v in %v; %.1f statements per acquisition; %d waits ran out",
-			withListen, h, took.Round(time.Millisecond), float64(stmts)/float64(max(h.runs, 1)), notAcquired)
+		t.Logf("Listen %v, holding %v: %v in %v; %.1f statements per acquisition; %d waits ran out",
+			withListen, hold, h, took.Round(time.Millisecond), float64(stmts)/float64(max(h.runs, 1)), notAcquired)
 		want(t, h.overlaps == 0 && h.regressed == 0, "Listen %v: %v", withListen, h)
 		want(t, h.runs == workers*per && notAcquired == 0, "Listen %v: %d of %d acquisitions, %d waits ran out", withListen, h.runs, workers*per, notAcquired)
 	}
