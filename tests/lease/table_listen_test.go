@@ -392,3 +392,63 @@ func TestI25TableListenElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestI25TableListenHandoff: in one process, a release wakes the WaitFree
+// that began first, not the others. When that waiter takes the name, the
+// second keeps waiting (the handoff check finds the name held) until the
+// first releases; when the first gives up without taking it, the handoff
+// check wakes the second about 200 ms after the release.
+func TestI25TableListenHandoff(t *testing.T) {
+	e := newListenEnv(t)
+	s := e.store(t, true)
+	ctx := context.Background()
+	name := namePrefix + "i25_listen_handoff_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	wait := func() <-chan time.Time {
+		ch := make(chan time.Time, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := s.WaitFree(wctx, name); err != nil {
+				t.Errorf("WaitFree: %v", err)
+			}
+			ch <- time.Now()
+		}()
+		return ch
+	}
+	take := func(owner string) {
+		_, ok, err := s.Acquire(ctx, name, owner, time.Minute)
+		noErr(t, err)
+		want(t, ok, "%s did not get the name", owner)
+	}
+	free := func(owner string) time.Time {
+		ok, err := s.Release(ctx, name, owner)
+		noErr(t, err)
+		want(t, ok, "%s did not hold the name", owner)
+		return time.Now()
+	}
+	for _, firstTakes := range []bool{true, false} {
+		take("holder")
+		a := wait()
+		time.Sleep(100 * time.Millisecond)
+		b := wait()
+		time.Sleep(200 * time.Millisecond)
+		released := free("holder")
+		ta := <-a
+		t.Logf("first takes it %v: the first waiter woke %v after the release", firstTakes, ta.Sub(released).Round(time.Microsecond))
+		if firstTakes {
+			take("first")
+			select {
+			case tb := <-b:
+				t.Fatalf("the second waiter woke %v after the release while the first holds the name", tb.Sub(released))
+			case <-time.After(600 * time.Millisecond):
+			}
+			released = free("first")
+		}
+		tb := <-b
+		t.Logf("first takes it %v: the second waiter woke %v after the (last) release", firstTakes, tb.Sub(released).Round(time.Microsecond))
+		want(t, ta.Sub(released) < 100*time.Millisecond || firstTakes, "the first waiter woke %v after the release", ta.Sub(released))
+		if !firstTakes {
+			want(t, tb.Sub(released) >= 150*time.Millisecond && tb.Sub(released) < time.Second, "the second waiter woke %v after the release, want by the handoff check (~200 ms)", tb.Sub(released))
+		}
+	}
+}
