@@ -3,7 +3,7 @@
 // (github.com/jackc/pgx/v5/stdlib), the one GORM's PostgreSQL driver
 // (gorm.io/driver/postgres) uses:
 //
-//	// fragment: needs db *gorm.DB (gorm.io/driver/postgres)
+//	// fragment: needs db *gorm.DB
 //	store, err := sqlstore.New(db, pgnotify.Listen())
 //	if err != nil {
 //		return err
