@@ -173,6 +173,9 @@ func TestI25TableListenStatements(t *testing.T) {
 		h, err := lease.NewManager(st).Acquire(ctx, name, lease.TTL(time.Minute))
 		noErr(t, err)
 		defer func() { _ = h.Release(ctx) }()
+		// The previous phase's last calls, which the Manager stopped
+		// waiting for at the end of each wait, finish first.
+		time.Sleep(time.Second)
 		before := e.n.Load()
 		var wg sync.WaitGroup
 		var missed atomic.Int64
@@ -196,7 +199,7 @@ func TestI25TableListenStatements(t *testing.T) {
 	t.Logf("%d waiters x %v on a held name: polling %d statements (%.1f per waiter per s), Listen %d statements (LISTEN included); waits that ran out: %d and %d",
 		waiters, wait, poll, float64(poll)/waiters/wait.Seconds(), listen, pm, lm)
 	want(t, pm == waiters && lm == waiters, "waits that ran out: %d polling, %d Listen; want %d each", pm, lm, waiters)
-	want(t, listen <= 4*waiters+1, "Listen: %d statements for %d waiters, want at most %d", listen, waiters, 4*waiters+1)
+	want(t, listen <= 3*waiters+1, "Listen: %d statements for %d waiters, want at most %d", listen, waiters, 3*waiters+1)
 	want(t, poll >= 10*listen, "polling %d statements against Listen %d: the baseline does not show the difference", poll, listen)
 }
 
