@@ -149,7 +149,9 @@ func (s *Store) watch(ctx context.Context, name string, holder bool) (<-chan str
 				t.Reset(settle)
 				released = true
 			case <-t.C:
-				left, err := s.remainingFor(ctx, name)
+				rctx, cancel := context.WithTimeout(ctx, notifyOpenTimeout)
+				left, err := s.remainingFor(rctx, name)
+				cancel()
 				if err != nil {
 					return // the watch ends: Campaign polls and watches again
 				}
