@@ -25,7 +25,7 @@ FAIRNESS_SECONDS      ?= 30
 # lease/redisstore at release versions, without replace directives, so it
 # builds from the checkout through go.work; install-check proves that it
 # also builds on its own, with `go install ...@version`.
-MODULES  := . lease/etcdstore lease/redisstore integrations/gocronlock integrations/otellock
+MODULES  := . lease/etcdstore lease/redisstore lease/sqlstore/pgnotify integrations/gocronlock integrations/otellock
 ALONE    := GOWORK=off
 LOCKCHECK := cmd/lockcheck
 OURS     := github.com/lockplugin/lockplugin

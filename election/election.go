@@ -102,8 +102,9 @@ func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 // an idle candidate costs the store about ten cheap reads per TTL
 // whatever the number of candidates, and a new leader follows a dead one
 // within the TTL plus that interval; on a store that signals releases
-// (Watcher: etcd, Redis) it waits for the signal and checks only every
-// third of the TTL. Observe then reads every lease.DefaultPollInterval (50 ms).
+// (Watcher: etcd, Redis, the table store with sqlstore.Listen) it waits for
+// the signal and checks only every third of the TTL. Observe then reads
+// every lease.DefaultPollInterval (50 ms).
 //
 // With it, a waiting candidate checks every d (every max(d, TTL/3) on a
 // Watcher store), and Observe reads every d.
@@ -353,9 +354,10 @@ func (e *Elector) leading() *Term {
 // signal on the channel (until ctx ends) says name may have been released,
 // and Campaign tries at once instead of at its next poll; the channel is
 // closed when the watch ends (Campaign then polls, and watches again).
-// The etcd store (etcdstore) and the Redis store (redisstore: a
-// subscription to the channels its scripts publish releases and grants
-// on, and a timer for expiry) implement it; Campaign polls the others.
+// The etcd store (etcdstore), the Redis store (redisstore: a subscription
+// to the channels its scripts publish releases and grants on, and a timer
+// for expiry) and the table store with sqlstore.Listen (PostgreSQL: LISTEN,
+// and a timer for expiry) implement it; Campaign polls the others.
 type Watcher interface {
 	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
 }
@@ -374,8 +376,8 @@ type Holder interface {
 // notify: a signal on the channel says name's holder may have changed, and
 // Observe reads at once instead of at its next poll; the channel is
 // closed when the watch ends (Observe then watches again at its next
-// poll). The etcd store (etcdstore) and the Redis store (redisstore)
-// implement it.
+// poll). The etcd store (etcdstore), the Redis store (redisstore) and the
+// table store with sqlstore.Listen (PostgreSQL) implement it.
 type HolderWatcher interface {
 	WatchHolder(ctx context.Context, name string) (<-chan struct{}, error)
 }

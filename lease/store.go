@@ -81,6 +81,8 @@ type Waiter interface {
 	// WaitFree returns nil when name is not held or, after it was held at
 	// the call, its holder released it or it expired; it may also return
 	// nil early (a spurious wake-up costs one Acquire). It returns an error
-	// when ctx ends first, or when it cannot watch (Manager then polls).
+	// when ctx ends first, or when it cannot watch (Manager then polls):
+	// one matching errors.ErrUnsupported when it cannot in its
+	// configuration at all (the table store without Listen).
 	WaitFree(ctx context.Context, name string) error
 }

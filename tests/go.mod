@@ -94,6 +94,7 @@ require (
 	github.com/lockplugin/lockplugin/integrations/gocronlock v0.0.0
 	github.com/lockplugin/lockplugin/lease/etcdstore v0.0.0
 	github.com/lockplugin/lockplugin/lease/redisstore v0.0.0
+	github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify v0.0.0
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/sys/user v0.3.0 // indirect
@@ -129,3 +130,5 @@ replace github.com/lockplugin/lockplugin/integrations/otellock => ../integration
 replace github.com/lockplugin/lockplugin/lease/redisstore => ../lease/redisstore
 
 replace github.com/lockplugin/lockplugin/cmd/lockcheck => ../cmd/lockcheck
+
+replace github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify => ../lease/sqlstore/pgnotify

@@ -78,6 +78,12 @@ func TestLeaseTableGolden(t *testing.T) {
 		dr := drivers.For(d)
 		addStmt(p, "holder", renderOne(dr, table, holderTmpl))
 		addStmt(p, "force release", renderOne(dr, table, forceReleaseTmpl))
+		if ln, ok := dr.LeaseTable().(sqldriver.LeaseNotifier); ok && st.tx == nil {
+			ch := channelName(DefaultTable)
+			addStmt(p, "release with Listen", renderOne(dr, table, ln.NotifyingRelease(ch)))
+			p.Add("listen", ln.Listen(ch))
+			addStmt(p, "remaining (WaitFree, WatchRelease)", renderOne(dr, table, remainingTmpl))
+		}
 		p.Add("leases", leasesSQL(dr, table))
 		p.Add("table readable", tableReadableSQL(table))
 		if query, check := dr.LeaseTable().VersionCheck(); check != nil {

@@ -85,6 +85,9 @@ type Store struct {
 	retention time.Duration
 	lastPurge atomic.Int64
 	purging   atomic.Bool
+
+	// notify, set by Listen, waits with LISTEN/NOTIFY (notify.go).
+	notify *notifier
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -97,6 +100,7 @@ type config struct {
 	table     string
 	create    bool
 	retention time.Duration
+	receive   Receive // Listen's (notify.go)
 }
 
 // Table sets the table name (default "lock_leases"), optionally qualified
@@ -164,6 +168,9 @@ func New(db *gorm.DB, opts ...Option) (*Store, error) {
 		return nil, errors.New("sqlstore: db has no connection pool")
 	}
 	s := &Store{db: db.Session(&gorm.Session{NewDB: true}), pool: pool, d: d, dr: drivers.For(d), table: cfg.table, quoted: table, stmts: stmts, retention: cfg.retention}
+	if err := s.listen(cfg.receive); err != nil {
+		return nil, err
+	}
 	ctx := db.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()

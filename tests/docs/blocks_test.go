@@ -352,6 +352,7 @@ var importPaths = map[string]string{
 	"sqlstore":   "github.com/lockplugin/lockplugin/lease/sqlstore",
 	"redisstore": "github.com/lockplugin/lockplugin/lease/redisstore",
 	"etcdstore":  "github.com/lockplugin/lockplugin/lease/etcdstore",
+	"pgnotify":   "github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify",
 	"observe":    "github.com/lockplugin/lockplugin/observe",
 	"gocronlock": "github.com/lockplugin/lockplugin/integrations/gocronlock",
 	"otellock":   "github.com/lockplugin/lockplugin/integrations/otellock",

@@ -21,6 +21,7 @@ import (
 	"github.com/lockplugin/lockplugin/lease/etcdstore"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify"
 	"github.com/lockplugin/lockplugin/tests/internal/servers"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
@@ -48,8 +49,12 @@ func TestI25FailoverHelper(t *testing.T) {
 	}
 	var store lease.Store
 	switch os.Getenv(foStoreEnv) {
-	case "table":
-		s, err := sqlstore.New(testdb.Get(t, testdb.Postgres).DB, sqlstore.Table(leaseTable))
+	case "table", "table-listen":
+		var opts []sqlstore.Option
+		if os.Getenv(foStoreEnv) == "table-listen" {
+			opts = append(opts, pgnotify.Listen())
+		}
+		s, err := sqlstore.New(testdb.Get(t, testdb.Postgres).DB, append(opts, sqlstore.Table(leaseTable))...)
 		if err != nil {
 			fmt.Println("i25-failover: error", err)
 			os.Exit(2)
@@ -145,14 +150,16 @@ func startFailoverProc(t *testing.T, env []string, proc int, wins chan<- foWin) 
 // TestI25Failover: 3 processes, one candidate each (TTL 3 s, default
 // poll: each waiting candidate reads the holder about every 300 ms, or
 // waits on etcd's watch or Redis's subscription), on the table store
-// (shared PostgreSQL), on etcd (a cluster of the test's own) and on Redis
-// (a server of the test's own). 10 times, the leader's process is
+// (shared PostgreSQL), on the table store with Listen (candidates wait on
+// LISTEN and the holder's expiry, reading every TTL/3), on etcd (a cluster
+// of the test's own) and on Redis (a server of the test's own). 10 times,
+// the leader's process is
 // killed (SIGKILL) at a random point of its refresh cycle, and a new
 // leader must win within TTL + 1 s of the kill; the killed process is
 // replaced.
 func TestI25Failover(t *testing.T) {
 	foTTL := failoverTTL()
-	for _, kind := range []string{"table", "etcd", "redis"} {
+	for _, kind := range []string{"table", "table-listen", "etcd", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			env := []string{foTTLEnv + "=" + foTTL.String(), foStoreEnv + "=" + kind, foNameEnv + "=" + fmt.Sprintf("i25-failover-%s-%d", kind, time.Now().UnixNano())}
 			switch kind {

@@ -26,6 +26,7 @@ import (
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/etcdstore"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify"
 	"github.com/lockplugin/lockplugin/tests/internal/driverhook"
 	"github.com/lockplugin/lockplugin/tests/internal/servers"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
@@ -156,6 +157,21 @@ func TestI25QuietElection(t *testing.T) {
 		perIdle := got / float64(quietCandidates-1)
 		t.Logf("table store, %d candidates: %.1f statements/s (%.2f per idle candidate); baseline PollInterval(50ms): %.1f statements/s; terms in the window: %d, baseline %d",
 			quietCandidates, got, perIdle, base, terms, bterms)
+		want(t, terms == 0, "the election was not stable: %d new terms", terms)
+		want(t, perIdle <= 2, "%.2f statements/s per idle candidate, want <= 2", perIdle)
+	})
+	t.Run("table-listen", func(t *testing.T) {
+		// The same on a store with Listen: waiting candidates wait on the
+		// store's LISTEN connection and the holder's expiry
+		// (WatchRelease), and read the holder every third of the TTL.
+		db, counter := countedPostgres(t)
+		store, err := sqlstore.New(db, sqlstore.Table(leaseTable), pgnotify.Listen())
+		noErr(t, err)
+		name := fmt.Sprintf("i25-quiet-listen-%d", time.Now().UnixNano())
+		got, terms := runStableElection(t, store, name, quietCandidates, quietWindow, counter.Load)
+		perIdle := got / float64(quietCandidates-1)
+		t.Logf("table store with Listen, %d candidates: %.1f statements/s (%.2f per idle candidate); terms in the window: %d",
+			quietCandidates, got, perIdle, terms)
 		want(t, terms == 0, "the election was not stable: %d new terms", terms)
 		want(t, perIdle <= 2, "%.2f statements/s per idle candidate, want <= 2", perIdle)
 	})

@@ -6,6 +6,8 @@ import (
 
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/leasetest"
+	"github.com/lockplugin/lockplugin/lease/sqlstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify"
 	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
@@ -25,6 +27,19 @@ func TestConformance(t *testing.T) {
 	t.Run("table", func(t *testing.T) {
 		testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
 			leasetest.Run(t, func(t *testing.T) lease.Store { return tableStore(t, tg.DB) }, leasetest.Prefix(namePrefix))
+		})
+		// PostgreSQL with Listen: WaitFree waits on LISTEN (the suite's
+		// WaitFree check runs; without Listen the store answers
+		// ErrUnsupported and it is skipped).
+		t.Run("postgres-listen", func(t *testing.T) {
+			tg := testdb.Get(t, testdb.Postgres)
+			leasetest.Run(t, func(t *testing.T) lease.Store {
+				s, err := sqlstore.New(tg.DB, sqlstore.Table(table), pgnotify.Listen())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}, leasetest.Prefix(namePrefix))
 		})
 		// MySQL's RowsAffected changes meaning with clientFoundRows; the
 		// store must not depend on it.

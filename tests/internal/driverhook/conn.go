@@ -194,3 +194,7 @@ func values(args []driver.NamedValue) ([]driver.Value, error) {
 	}
 	return vals, nil
 }
+
+// Unwrap returns the wrapped driver's connection, for code that needs the
+// driver's own type (lease/sqlstore/pgnotify reads notifications with it).
+func (c *wrappedConn) Unwrap() driver.Conn { return c.Conn }
