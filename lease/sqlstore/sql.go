@@ -42,7 +42,7 @@ type values struct {
 
 // bind returns the statement's arguments for v. Each value is boxed
 // once, however often the statement binds it (MySQL's acquire binds the
-// owner five times).
+// TTL twice).
 func (s stmt) bind(v values) []any {
 	out := make([]any, len(s.args))
 	var name, owner, ttl any

@@ -77,10 +77,10 @@ func TestStatements(t *testing.T) {
 		{"mysql", func(s statements) stmt { return s.acquire },
 			"INSERT INTO `lock_leases` (lock_name, owner, expires_at, fence) VALUES (?, ?, CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, LAST_INSERT_ID(" + mysqlNow + " * 1000)) " +
 				"ON DUPLICATE KEY UPDATE " +
-				"fence = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), LAST_INSERT_ID(IF(owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + "), fence, " + next("fence", mysqlNow) + ")), fence + LAST_INSERT_ID(0)), " +
-				"owner = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), ?, owner), " +
-				"expires_at = IF(owner = ? OR (expires_at <> 0 AND expires_at <= " + mysqlNow + "), CASE WHEN ? = 0 THEN 0 ELSE " + mysqlNow + " + ? END, expires_at)",
-			[]arg{argName, argOwner, argTTL, argTTL, argOwner, argOwner, argOwner, argOwner, argOwner, argTTL, argTTL}},
+				"fence = IF(owner = VALUES(owner) OR (expires_at <> 0 AND expires_at <= VALUES(fence) DIV 1000), LAST_INSERT_ID(IF(owner = VALUES(owner) AND (expires_at = 0 OR expires_at > VALUES(fence) DIV 1000), fence, GREATEST(fence + 1, VALUES(fence)))), fence + LAST_INSERT_ID(0)), " +
+				"owner = IF(owner = VALUES(owner) OR (expires_at <> 0 AND expires_at <= VALUES(fence) DIV 1000), VALUES(owner), owner), " +
+				"expires_at = IF(owner = VALUES(owner) OR (expires_at <> 0 AND expires_at <= VALUES(fence) DIV 1000), VALUES(expires_at), expires_at)",
+			[]arg{argName, argOwner, argTTL, argTTL}},
 		{"mysql", func(s statements) stmt { return s.release },
 			"UPDATE `lock_leases` SET expires_at = -1, fence = LAST_INSERT_ID(fence) WHERE lock_name = ? AND owner = ? AND (expires_at = 0 OR expires_at > " + mysqlNow + ")",
 			[]arg{argName, argOwner}},

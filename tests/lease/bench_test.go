@@ -471,6 +471,85 @@ func BenchmarkOneName(b *testing.B) {
 	}
 }
 
+// BenchmarkRefusal: a name held by one owner for an hour, and workers
+// goroutines asking for it under their own owners, every call refused:
+// what a refusal costs without a holder's writes to wait behind (in
+// BenchmarkOneName those dominate). ns/op is the time per refusal over
+// all workers, refused-us/call the mean latency of one, stmts/call the
+// statements each sent. baseline=upsert, in the same run, refuses with
+// upsertAcquire, one statement; both on a pool of their own.
+func BenchmarkRefusal(b *testing.B) {
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for _, kind := range []string{testdb.Postgres, testdb.MySQL, testdb.SQLite} {
+				b.Run(kind, func(b *testing.B) {
+					b.Run("lockplugin", func(b *testing.B) {
+						db, pool := countedDB(b, kind)
+						tableStore(b, db) // skips where refused
+						// Retention off: its background batch, once per
+						// store, is no part of a refusal.
+						s, err := sqlstore.New(db, sqlstore.Table(table), sqlstore.Retention(-1))
+						if err != nil {
+							b.Fatal(err)
+						}
+						refusals(b, s, pool, workers)
+					})
+					b.Run("baseline=upsert", func(b *testing.B) {
+						db, pool := countedDB(b, kind)
+						refusals(b, upsertStoreOn(b, db, pool), pool, workers)
+					})
+				})
+			}
+		})
+	}
+}
+
+// refusals runs b.N refused acquires of a held name over workers
+// goroutines.
+func refusals(b *testing.B, s lease.Store, pool *countingPool, workers int) {
+	ctx := context.Background()
+	name := benchName(b)
+	holder := fmt.Sprintf("bench-holder-%d", time.Now().UnixNano())
+	if _, ok, err := s.Acquire(ctx, name, holder, time.Hour); err != nil || !ok {
+		b.Fatalf("the holder's acquire: %v, %v", ok, err)
+	}
+	b.Cleanup(func() { _, _ = s.Release(context.Background(), name, holder) })
+	var left, ns atomic.Int64
+	left.Store(int64(b.N))
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := pool.n.Load()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("bench-owner-%d-%d", w, time.Now().UnixNano())
+			for left.Add(-1) >= 0 {
+				begin := time.Now()
+				_, ok, err := s.Acquire(ctx, name, owner, 10*time.Second)
+				ns.Add(time.Since(begin).Nanoseconds())
+				if err == nil && ok {
+					err = errors.New("a held name was granted")
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	select {
+	case err := <-errc:
+		b.Fatal(err)
+	default:
+	}
+	b.ReportMetric(float64(ns.Load())/float64(b.N)/1e3, "refused-us/call")
+	b.ReportMetric(float64(pool.n.Load()-start)/float64(b.N), "stmts/call")
+}
+
 // upsertAcquire is the table store's acquire before it made refusals read
 // only: one upsert that locks the row even when it refuses. SQLite keeps
 // the upsert (without the same-owner retry).
@@ -492,19 +571,32 @@ var upsertAcquire = map[dialects.Kind]string{
 // baseline of BenchmarkOneName, measured in the same run.
 type legacyStore struct {
 	*sqlstore.Store
-	db   *sql.DB
+	db   execQuerier
 	kind dialects.Kind
 	q    string
 }
 
+// execQuerier is what legacyStore sends its acquire through: a *sql.DB,
+// or a countingPool that counts the statements.
+type execQuerier interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
 func upsertStore(b testing.TB, kind string) *legacyStore {
 	tg := testdb.Get(b, kind)
-	k := tg.Dialect.Kind
+	return upsertStoreOn(b, tg.DB, tg.SQL)
+}
+
+// upsertStoreOn is upsertStore on db, its acquire sent through conn.
+func upsertStoreOn(b testing.TB, db *gorm.DB, conn execQuerier) *legacyStore {
+	d := dialects.Of(db)
+	k := d.Kind
 	if k == dialects.MySQL {
 		k = dialects.MariaDB
 	}
-	q := strings.NewReplacer("{t}", drivers.For(tg.Dialect).QuoteIdent(table), "{now}", drivers.For(tg.Dialect).NowMillis()).Replace(upsertAcquire[k])
-	return &legacyStore{Store: tableStore(b, tg.DB), db: tg.SQL, kind: k, q: q}
+	q := strings.NewReplacer("{t}", drivers.For(d).QuoteIdent(table), "{now}", drivers.For(d).NowMillis()).Replace(upsertAcquire[k])
+	return &legacyStore{Store: tableStore(b, db), db: conn, kind: k, q: q}
 }
 
 func (s *legacyStore) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {

@@ -21,17 +21,32 @@ type leaseTable struct{ m *Driver }
 // SIMULTANEOUS_ASSIGNMENT): fence, first, reads the old owner and expiry;
 // owner then only changes when the row is taken; and expires_at's test,
 // reading the owner, holds after a take (the owner is now the caller)
-// exactly as before it. A refusal changes no value, but like any upsert it
-// locks the row for the statement.
+// exactly as before it; no test reads the fence. A refusal changes no
+// value, but like any upsert it locks the row for the statement.
+//
+// The update reads the clock and the caller's values from the row the
+// statement tried to insert, VALUES(col), evaluated once: VALUES(fence) is
+// {now} * 1000 (the first fence), so {now} there is VALUES(fence) DIV 1000
+// and the next fence max(fence + 1, VALUES(fence)) (sqldriver.LeaseNextFence's
+// rule); VALUES(owner) and VALUES(expires_at) are the caller's owner and
+// new expiry. The clock is read twice per statement, not nine times, and
+// four values are bound, not eleven: a refusal costs about what a plain
+// upsert does (issue 27; BenchmarkRefusal in tests/lease compares them).
+// MySQL 8.0.20 and later deprecate VALUES() in favour of a row alias (a
+// warning, not an error); MariaDB has no row alias, and the alias form
+// has not been run here on a MySQL server.
 var (
 	mysqlAcquire = `INSERT INTO {t} (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, LAST_INSERT_ID(` + sqldriver.LeaseFirstFence + `)) ` +
 		`ON DUPLICATE KEY UPDATE ` +
-		`fence = IF(` + mysqlTakeable + `, LAST_INSERT_ID(IF(owner = {owner} AND (expires_at = 0 OR expires_at > {now}), fence, ` + sqldriver.LeaseNextFence("fence") + `)), fence + LAST_INSERT_ID(0)), ` +
-		`owner = IF(` + mysqlTakeable + `, {owner}, owner), ` +
-		`expires_at = IF(` + mysqlTakeable + `, {exp}, expires_at)`
+		`fence = IF(` + mysqlTakeable + `, LAST_INSERT_ID(IF(owner = VALUES(owner) AND (expires_at = 0 OR expires_at > ` + mysqlNow + `), fence, GREATEST(fence + 1, VALUES(fence)))), fence + LAST_INSERT_ID(0)), ` +
+		`owner = IF(` + mysqlTakeable + `, VALUES(owner), owner), ` +
+		`expires_at = IF(` + mysqlTakeable + `, VALUES(expires_at), expires_at)`
 	// mysqlTakeable: the caller may take the row (it is the caller's, or
 	// released or expired).
-	mysqlTakeable = `owner = {owner} OR (expires_at <> 0 AND expires_at <= {now})`
+	mysqlTakeable = `owner = VALUES(owner) OR (expires_at <> 0 AND expires_at <= ` + mysqlNow + `)`
+	// mysqlNow is {now} inside the update: the clock the statement read
+	// for the first fence.
+	mysqlNow = `VALUES(fence) DIV 1000`
 	// fence = LAST_INSERT_ID(fence) makes a matched row report a non-zero
 	// insert id even when the update changes nothing (a TTL-0 refresh of a
 	// TTL-0 lease), which RowsAffected would report as 0.
