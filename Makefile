@@ -8,7 +8,8 @@ BENCHCOUNT ?= 2
 # after the BENCHCOUNT rounds of everything: their medians are over
 # BENCHCOUNT + BENCHFOCUSROUNDS rounds.
 BENCHFOCUS ?= './lease:^BenchmarkAcquireRelease$$/^(redis|local)$$' './advisory:^BenchmarkWith$$' \
-	'./observe:^BenchmarkObserverLease$$' './locks:^BenchmarkClaimRiver$$/^n=1$$'
+	'./observe:^BenchmarkObserverLease$$' './locks:^BenchmarkClaimRiver$$/^n=1$$' \
+	'./lease:^BenchmarkRefusal$$//^mysql$$'
 BENCHFOCUSROUNDS ?= 10
 # tests/lease TestFairnessReport runs I25_FAIRNESS_SECONDS per store (6
 # runs): short in make test, for its assertions (no overlap, no fence
