@@ -1,0 +1,122 @@
+package lease_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/lockplugin/lockplugin/lease"
+)
+
+// BenchmarkLocalSameName: one acquire and release of the same name, on
+// the LocalStore alone (store), through a Manager on it (manager), and
+// with gofrs/flock on one file (baseline=gofrs-flock), for a profile of
+// each.
+func BenchmarkLocalSameName(b *testing.B) {
+	ctx := context.Background()
+	b.Run("store", func(b *testing.B) {
+		s, err := lease.NewLocalStore(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		b.ReportAllocs()
+		for range b.N {
+			storeRound(b, ctx, s)
+		}
+	})
+	b.Run("manager", func(b *testing.B) {
+		s, err := lease.NewLocalStore(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		m := lease.NewManager(s)
+		b.ReportAllocs()
+		for range b.N {
+			managerRound(b, ctx, m)
+		}
+	})
+	b.Run("baseline=gofrs-flock", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "raw.lock")
+		b.ReportAllocs()
+		for range b.N {
+			flockRound(b, path)
+		}
+	})
+}
+
+// BenchmarkLocalSameNameRatio is BenchmarkLocalSameName interleaved, for
+// ratios that hold on a busy machine: each op is one round of the store
+// alone, one through a Manager and one of gofrs/flock, in rotating order.
+// It reports the time of each and store/flock, manager/flock.
+func BenchmarkLocalSameNameRatio(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	s, err := lease.NewLocalStore(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ms, err := lease.NewLocalStore(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ms.Close()
+	m := lease.NewManager(ms)
+	path := filepath.Join(dir, "raw.lock")
+	rounds := []func(){
+		func() { storeRound(b, ctx, s) },
+		func() { managerRound(b, ctx, m) },
+		func() { flockRound(b, path) },
+	}
+	var spent [3]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range rounds {
+			v := (i + k) % len(rounds)
+			t0 := time.Now()
+			rounds[v]()
+			spent[v] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(spent[0].Nanoseconds())/n, "store-ns/round")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/n, "manager-ns/round")
+	b.ReportMetric(float64(spent[2].Nanoseconds())/n, "flock-ns/round")
+	b.ReportMetric(spent[0].Seconds()/spent[2].Seconds(), "store/flock")
+	b.ReportMetric(spent[1].Seconds()/spent[2].Seconds(), "manager/flock")
+}
+
+func storeRound(b *testing.B, ctx context.Context, s *lease.LocalStore) {
+	if _, ok, err := s.Acquire(ctx, "bench-same", "o", 0); !ok || err != nil {
+		b.Fatal(ok, err)
+	}
+	if ok, err := s.Release(ctx, "bench-same", "o"); !ok || err != nil {
+		b.Fatal(ok, err)
+	}
+}
+
+func managerRound(b *testing.B, ctx context.Context, m *lease.Manager) {
+	l, err := m.Acquire(ctx, "bench-same-manager", lease.TTL(10*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func flockRound(b *testing.B, path string) {
+	f := flock.New(path)
+	if ok, err := f.TryLock(); !ok || err != nil {
+		b.Fatal(ok, err)
+	}
+	if err := f.Unlock(); err != nil {
+		b.Fatal(err)
+	}
+}
