@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,8 +62,10 @@ func (honouringLocal) HonoursContext() bool { return true }
 // BenchmarkLocalSameNameRatio is BenchmarkLocalSameName interleaved, for
 // ratios that hold on a busy machine: each op is one round of the store
 // alone, one through a Manager, one through a Manager calling the store
-// inline (honouringLocal) and one of gofrs/flock, in rotating order. It
-// reports the time of each and store/flock, manager/flock, inline/flock.
+// inline (honouringLocal) and one of gofrs/flock, in rotating order. The
+// rounds are timed in blocks of 50 ops; it reports the median over blocks
+// of each time per round and of store/flock, manager/flock and
+// inline/flock.
 func BenchmarkLocalSameNameRatio(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -90,7 +93,19 @@ func BenchmarkLocalSameNameRatio(b *testing.B) {
 		func() { managerRound(b, ctx, im, "bench-same-inline") },
 		func() { flockRound(b, path) },
 	}
+	const block = 50
 	var spent [4]time.Duration
+	var perRound [4][]float64
+	var ratios [3][]float64
+	closeBlock := func(n int) {
+		for v := range spent {
+			perRound[v] = append(perRound[v], float64(spent[v].Nanoseconds())/float64(n))
+		}
+		for v := range ratios {
+			ratios[v] = append(ratios[v], spent[v].Seconds()/spent[3].Seconds())
+		}
+		spent = [4]time.Duration{}
+	}
 	b.ResetTimer()
 	for i := range b.N {
 		for k := range rounds {
@@ -99,16 +114,30 @@ func BenchmarkLocalSameNameRatio(b *testing.B) {
 			rounds[v]()
 			spent[v] += time.Since(t0)
 		}
+		if (i+1)%block == 0 {
+			closeBlock(block)
+		}
 	}
 	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(spent[0].Nanoseconds())/n, "store-ns/round")
-	b.ReportMetric(float64(spent[1].Nanoseconds())/n, "manager-ns/round")
-	b.ReportMetric(float64(spent[2].Nanoseconds())/n, "inline-ns/round")
-	b.ReportMetric(float64(spent[3].Nanoseconds())/n, "flock-ns/round")
-	b.ReportMetric(spent[0].Seconds()/spent[3].Seconds(), "store/flock")
-	b.ReportMetric(spent[1].Seconds()/spent[3].Seconds(), "manager/flock")
-	b.ReportMetric(spent[2].Seconds()/spent[3].Seconds(), "inline/flock")
+	if len(ratios[0]) == 0 { // fewer ops than a block
+		closeBlock(b.N)
+	}
+	for v, unit := range []string{"store-ns/round", "manager-ns/round", "inline-ns/round", "flock-ns/round"} {
+		b.ReportMetric(median(perRound[v]), unit)
+	}
+	for v, unit := range []string{"store/flock", "manager/flock", "inline/flock"} {
+		b.ReportMetric(median(ratios[v]), unit)
+	}
+}
+
+// median returns the median of xs (sorted in place).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func storeRound(b *testing.B, ctx context.Context, s *lease.LocalStore) {
