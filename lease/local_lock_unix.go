@@ -127,8 +127,9 @@ func (l *fileLock) relock() (ok bool, err error) {
 var errLockReplaced = errors.New("lock file removed or replaced")
 
 // release lets the lock go and keeps the file open (keep) for the name's
-// next acquire; a file that cannot be unlocked is removed and closed
-// instead (unlock(true)).
+// next acquire; a file that cannot be unlocked is closed instead, which
+// lets the lock go, and stays in the directory (it is not removed: the
+// lock may already be gone, and only its holder removes a file).
 func (l *fileLock) release() (keep bool, err error) {
 	for {
 		err = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
@@ -136,7 +137,7 @@ func (l *fileLock) release() (keep bool, err error) {
 			return true, nil
 		}
 		if !errors.Is(err, syscall.EINTR) {
-			return false, l.unlock(true)
+			return false, l.unlock(false)
 		}
 	}
 }
