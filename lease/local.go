@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,13 +24,26 @@ import (
 //
 // Each held name has one small file in the directory, named from the
 // SHA-256 of the name so that any name is safe: lockplugin-lease-<hash>.lock,
-// which is locked and says the lease's fence. Release removes it (on Unix),
-// so the directory holds one file per live lease and one counter, however
-// many names have come and gone. The removal is safe against an acquirer
-// that opened the file just before: an acquirer that wins the lock checks
-// that the file it locked is still the one the path names (same inode), and
-// starts again otherwise; the releaser unlinks before it unlocks. Elsewhere
-// (Windows, which cannot remove an open file) the .lock files stay.
+// which is locked and says the lease's fence. Release removes it (on
+// Unix), unless the name is taken again and again: a LocalStore keeps the
+// file of a name released a second time (among the last 64 names it
+// released) open, unlocked, for the name's next acquire, which then costs
+// a lock and no file creation; it keeps up to 16 such files
+// (localIdleFiles), removing the least recently released beyond them, and
+// Close removes them all. So the directory holds one file per live lease,
+// one counter, and at most 16 released files per open LocalStore (or per
+// process killed meanwhile), however many names have come and gone. A
+// name taken once (a new name per order) has its file removed on release,
+// as if nothing were kept. Removal is safe against an acquirer that opened
+// the file just before: the remover holds the file's lock while it
+// unlinks it, and an acquirer that wins a lock checks that the file it
+// locked is still the one the path names (same inode; for a kept file,
+// that it still has a link, lock files being never renamed), and starts
+// again otherwise. Removing a kept file beyond the 16, or at Close, takes
+// its lock again for that instant, so a plain Acquire by another process
+// at that very moment is refused as if the name were held (a waiting one
+// tries again). Elsewhere (Windows, which cannot remove an open file) the
+// .lock files stay, and none is kept open once released.
 //
 // Fences come from one counter for the whole directory,
 // lockplugin-lease-fences, so every fence is above every fence issued
@@ -48,8 +62,9 @@ import (
 //
 // A directory used by an earlier version, with one .fence file per name,
 // is taken over: the counter starts above the highest of them, and each
-// name's old file is removed at its next acquire. Upgrade every process
-// sharing a directory together.
+// name's old file is removed at its next acquire (a LocalStore lists them
+// once, when it opens the counter). Upgrade every process sharing a
+// directory together.
 //
 // Leases held through one LocalStore also exclude each other inside the
 // process, whatever the platform's flock does for one process. An Acquire
@@ -60,31 +75,57 @@ import (
 //
 // File descriptors: each held lease keeps its .lock file open (a flock
 // lives on an open file), so a process holding N leases through a
-// LocalStore needs N + 1 descriptors besides its own (the +1 is the fence
-// counter). An acquire beyond the process's limit fails with the operating
-// system's "too many open files" (EMFILE), not ErrNotAcquired: at the
-// common default ulimit -n of 1024 that is around the 950th lease held at
-// once. Raise the limit (ulimit -n, or LimitNOFILE= in a systemd unit)
-// above the most leases a process holds plus its other files, or use a
-// table or Redis store for that many.
+// LocalStore needs up to N + 17 descriptors besides its own (the fence
+// counter, and up to 16 released files kept for reuse on Unix, which
+// Close closes). An acquire beyond the process's limit fails with the
+// operating system's "too many open files" (EMFILE), not ErrNotAcquired:
+// at the common default ulimit -n of 1024 that is around the 950th lease
+// held at once. Raise the limit (ulimit -n, or LimitNOFILE= in a systemd
+// unit) above the most leases a process holds plus its other files, or
+// use a table or Redis store for that many.
 type LocalStore struct {
-	dir string
+	dir    string
+	prefix string // filepath.Join(dir, localFilePrefix), see path
 
 	mu   sync.Mutex
 	held map[string]*localHold
+	// idle are the holds of released names whose lock files are kept
+	// open, unlocked, for their next acquire (Unix): least recently
+	// released first, at most localIdleFiles.
+	idle []*localHold
+	// recent are the last localRecentNames names released and not kept
+	// (recentRing, oldest at recentNext), see releasedBefore.
+	recent     map[string]struct{}
+	recentRing [localRecentNames]string
+	recentNext int
 
-	counterMu sync.Mutex // one goroutine at a time on the counter
-	counter   *os.File   // the open counter, see bump
+	counterMu   sync.Mutex // one goroutine at a time on the counter
+	counter     *os.File   // the open counter, see bump
+	counterPath string
+	// legacy are the lock paths of names with an earlier version's .fence
+	// file, listed when the counter was opened; nil when there are none.
+	legacy map[string]bool
+	buf    [fenceRecordLen]byte // the counter's record, read and written under counterMu
 }
+
+// localIdleFiles bounds the released lock files a LocalStore keeps open.
+const localIdleFiles = 16
+
+// localRecentNames is how many names released once a LocalStore
+// remembers, to keep their files at their second release.
+const localRecentNames = 64
 
 // counterFile names the directory's fence counter.
 const counterFile = localFilePrefix + "fences"
 
 type localHold struct {
+	name    string
 	owner   string
 	lock    *fileLock
 	fence   int64
-	pending bool // acquired but not yet returned to the caller
+	pending bool     // acquired but not yet returned to the caller
+	reused  bool     // taken through a kept file (s.idle)
+	rec     [20]byte // the fence as written into the lock file
 }
 
 // localFilePrefix starts every file LocalStore creates.
@@ -107,7 +148,12 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("lease: local store: %s is not a directory", dir)
 	}
-	return &LocalStore{dir: dir, held: map[string]*localHold{}}, nil
+	return &LocalStore{
+		dir:         dir,
+		prefix:      filepath.Join(dir, localFilePrefix),
+		counterPath: filepath.Join(dir, counterFile),
+		held:        map[string]*localHold{},
+	}, nil
 }
 
 // Dir returns the directory holding the lock files ("" for a LocalStore
@@ -127,10 +173,18 @@ func (s *LocalStore) check() error {
 	return nil
 }
 
-// path returns the path of name's files without their extension.
+// path returns the path of name's lock file, which is also the key of its
+// queue in the process (local_queue.go).
 func (s *LocalStore) path(name string) string {
 	sum := sha256.Sum256([]byte(name))
-	return filepath.Join(s.dir, localFilePrefix+hex.EncodeToString(sum[:]))
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	var b strings.Builder
+	b.Grow(len(s.prefix) + len(h) + len(".lock"))
+	b.WriteString(s.prefix)
+	b.Write(h[:])
+	b.WriteString(".lock")
+	return b.String()
 }
 
 // Acquire takes name's file lock without blocking and bumps its fencing
@@ -148,7 +202,6 @@ func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.D
 // refused while the process has waiters for name. A waiter that takes name
 // leaves the queue.
 func (s *LocalStore) take(name, owner string, w *localWaiter) (int64, bool, error) {
-	key := s.path(name)
 	s.mu.Lock()
 	if h, ok := s.held[name]; ok {
 		mine := !h.pending && h.owner == owner
@@ -159,21 +212,37 @@ func (s *LocalStore) take(name, owner string, w *localWaiter) (int64, bool, erro
 		s.mu.Unlock()
 		if mine {
 			if w != nil {
-				leaveQueue(key, w)
+				leaveQueue(h.lock.path, w)
 			}
 			return fence, true, nil
 		}
 		return 0, false, nil
 	}
+	// A kept file: a hold to reuse, and the path without hashing the name.
+	h := s.takeIdle(name)
+	var key string
+	if h != nil {
+		key = h.lock.path
+	} else {
+		key = s.path(name)
+	}
 	if !mayTake(key, w) {
+		if h != nil {
+			s.keepIdle(h)
+		}
 		s.mu.Unlock()
 		return 0, false, nil
 	}
-	h := &localHold{owner: owner, pending: true}
+	if h == nil {
+		h = &localHold{name: name}
+	} else {
+		h.reused = true
+	}
+	h.owner, h.pending = owner, true
 	s.held[name] = h
 	s.mu.Unlock()
 
-	fence, ok, err := s.lock(name, h)
+	fence, ok, err := s.lock(key, h)
 	if ok {
 		taken(key, w)
 	}
@@ -182,34 +251,100 @@ func (s *LocalStore) take(name, owner string, w *localWaiter) (int64, bool, erro
 	defer s.mu.Unlock()
 	if !ok {
 		delete(s.held, name)
+		if h.lock != nil { // a kept file, held elsewhere: kept still
+			s.keepIdle(h)
+		}
 		return 0, false, err
 	}
 	h.pending = false
 	return fence, true, nil
 }
 
-func (s *LocalStore) lock(name string, h *localHold) (int64, bool, error) {
-	base := s.path(name)
-	fl, ok, err := tryLockFile(base + ".lock")
-	if err != nil {
-		return 0, false, fmt.Errorf("lease: local store: locking %s: %w", base+".lock", err)
+// takeIdle takes name's hold, with its kept lock file, out of s.idle;
+// nil if none. Called with s.mu held.
+func (s *LocalStore) takeIdle(name string) *localHold {
+	for i, h := range s.idle {
+		if h.name == name {
+			s.idle = append(s.idle[:i], s.idle[i+1:]...)
+			return h
+		}
 	}
-	if !ok {
-		return 0, false, nil
+	return nil
+}
+
+// releasedBefore reports whether name is among the last localRecentNames
+// names released through s and not kept, and records it there if not: a
+// name released a second time is taken again and again, and its file is
+// worth keeping; a name taken once (a new name per order, say) has its
+// file removed at once, as if nothing were kept. Called with s.mu held.
+func (s *LocalStore) releasedBefore(name string) bool {
+	if _, ok := s.recent[name]; ok {
+		return true
 	}
-	fence, err := s.bump()
+	if s.recent == nil {
+		s.recent = make(map[string]struct{}, localRecentNames)
+	}
+	if old := s.recentRing[s.recentNext]; old != "" {
+		delete(s.recent, old)
+	}
+	s.recentRing[s.recentNext] = name
+	s.recentNext = (s.recentNext + 1) % localRecentNames
+	s.recent[name] = struct{}{}
+	return false
+}
+
+// keepIdle keeps h, the hold of a released name, with its lock file open
+// for the name's next acquire; the least recently released beyond
+// localIdleFiles has its file removed. Called with s.mu held.
+func (s *LocalStore) keepIdle(h *localHold) {
+	s.idle = append(s.idle, h)
+	if len(s.idle) > localIdleFiles {
+		old := s.idle[0]
+		s.idle = append(s.idle[:0], s.idle[1:]...)
+		old.lock.discard()
+	}
+}
+
+// lock takes the lock file at key for h: h.lock, the file kept open
+// since this store released the name, if there is one, else the file at
+// key opened (and created) anew.
+func (s *LocalStore) lock(key string, h *localHold) (int64, bool, error) {
+	if h.lock != nil {
+		ok, err := h.lock.relock()
+		if err == nil && !ok {
+			return 0, false, nil // held elsewhere: h.lock kept (take)
+		}
+		if !ok {
+			h.lock = nil // closed by relock (removed since): open anew
+		}
+	}
+	if h.lock == nil {
+		fl, ok, err := tryLockFile(key)
+		if err != nil {
+			return 0, false, fmt.Errorf("lease: local store: locking %s: %w", key, err)
+		}
+		if !ok {
+			return 0, false, nil
+		}
+		h.lock = fl
+	}
+	fl := h.lock
+	fence, legacy, err := s.bump(key)
 	if err == nil && fl.f != nil {
 		// For Leases (lockcheck who): the fence, in the page cache only.
-		_, err = fl.f.WriteAt(appendPadded(nil, fence), 0)
+		_, err = fl.f.WriteAt(appendPadded(h.rec[:0], fence), 0)
 	}
 	if err != nil {
 		_ = fl.unlock(false)
+		h.lock = nil
 		return 0, false, err
 	}
-	// An earlier version's counter for this name: the directory's counter
-	// started above it (takeOver), so it is no longer needed.
-	_ = os.Remove(base + ".fence")
-	h.lock, h.fence = fl, fence
+	if legacy {
+		// An earlier version's counter for this name: the directory's
+		// counter started above it (takeOver), so it is no longer needed.
+		_ = os.Remove(strings.TrimSuffix(key, ".lock") + ".fence")
+	}
+	h.fence = fence
 	return fence, true, nil
 }
 
@@ -232,7 +367,11 @@ type fenceRecord struct {
 const fenceRecordLen = 2 + 1 + 20 + 1 + 20 + 1 + 36 + 1
 
 func (r fenceRecord) encode() []byte {
-	b := make([]byte, 0, fenceRecordLen)
+	return r.appendTo(make([]byte, 0, fenceRecordLen))
+}
+
+// appendTo appends the record to b.
+func (r fenceRecord) appendTo(b []byte) []byte {
 	b = append(b, "v2 "...)
 	b = appendPadded(b, r.last)
 	b = append(b, ' ')
@@ -259,24 +398,32 @@ func appendPadded(b []byte, n int64) []byte {
 // earlier versions wrote (synced on every acquire, so it is its own
 // reserved end). An empty file is a counter at 0.
 func parseFenceRecord(b []byte) (fenceRecord, error) {
+	rec, boot, err := parseFenceBytes(b)
+	rec.boot = string(boot)
+	return rec, err
+}
+
+// parseFenceBytes is parseFenceRecord with the boot left in b (rec.boot
+// empty), so that the counter is read without an allocation.
+func parseFenceBytes(b []byte) (rec fenceRecord, boot []byte, err error) {
 	if len(b) == fenceRecordLen && string(b[:3]) == "v2 " && b[23] == ' ' && b[44] == ' ' && b[fenceRecordLen-1] == '\n' {
 		last, err1 := strconv.ParseInt(string(b[3:23]), 10, 64)
 		reserved, err2 := strconv.ParseInt(string(b[24:44]), 10, 64)
-		boot := strings.TrimRight(string(b[45:fenceRecordLen-1]), " ")
-		if err1 == nil && err2 == nil && last >= 0 && reserved >= last && !strings.Contains(boot, " ") {
-			return fenceRecord{last: last, reserved: reserved, boot: boot}, nil
+		boot := bytes.TrimRight(b[45:fenceRecordLen-1], " ")
+		if err1 == nil && err2 == nil && last >= 0 && reserved >= last && bytes.IndexByte(boot, ' ') < 0 {
+			return fenceRecord{last: last, reserved: reserved}, boot, nil
 		}
-		return fenceRecord{}, fmt.Errorf("bad record %q", b)
+		return fenceRecord{}, nil, fmt.Errorf("bad record %q", b)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return fenceRecord{}, nil
+		return fenceRecord{}, nil, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64) // earlier versions: the counter alone
 	if err != nil || n < 0 {
-		return fenceRecord{}, fmt.Errorf("bad record %q", s)
+		return fenceRecord{}, nil, fmt.Errorf("bad record %q", s)
 	}
-	return fenceRecord{last: n, reserved: n}, nil
+	return fenceRecord{last: n, reserved: n}, nil, nil
 }
 
 // bootID identifies the running boot of the machine ("" when unknown):
@@ -291,56 +438,78 @@ var bootID = sync.OnceValue(func() string {
 	return id
 })
 
-// bump issues the directory's next fence from its counter. The counter
-// stays open for the next acquire; goroutines take turns on it with
-// counterMu, processes with a lock on it (lockCounter), held only for the
-// read and write.
-func (s *LocalStore) bump() (int64, error) {
+// bump issues the directory's next fence from its counter, for the name
+// whose lock file is key, and says whether that name has an earlier
+// version's .fence file to remove. The counter stays open for the next
+// acquire; goroutines take turns on it with counterMu, processes with a
+// lock on it (lockCounter), held only for the read and write.
+func (s *LocalStore) bump(key string) (fence int64, legacy bool, err error) {
 	s.counterMu.Lock()
 	defer s.counterMu.Unlock()
-	path := filepath.Join(s.dir, counterFile)
-	if s.counter == nil {
+	path := s.counterPath
+	opened := s.counter == nil
+	if opened {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
-			return 0, fmt.Errorf("lease: local store: opening the fence counter: %w", err)
+			return 0, false, fmt.Errorf("lease: local store: opening the fence counter: %w", err)
 		}
 		s.counter = f
 	}
-	unlock, err := lockCounter(s.counter, path)
+	guard, err := lockCounter(s.counter, path)
 	if err != nil {
 		s.closeCounter()
-		return 0, fmt.Errorf("lease: local store: locking %s: %w", path, err)
+		return 0, false, fmt.Errorf("lease: local store: locking %s: %w", path, err)
 	}
-	defer unlock()
-	if err := s.takeOver(path); err != nil {
-		s.closeCounter()
-		return 0, err
+	defer guard.unlock()
+	if opened {
+		// Once per open of the counter: an empty counter, new or reset,
+		// only becomes non-empty (every write is a whole record).
+		if err := s.takeOver(path); err != nil {
+			s.closeCounter()
+			return 0, false, err
+		}
 	}
-	fence, err := bumpFence(s.counter, path)
+	fence, err = bumpFence(s.counter, path, s.buf[:])
 	if err != nil {
 		s.closeCounter()
+		return 0, false, err
 	}
-	return fence, err
+	if s.legacy[key] {
+		delete(s.legacy, key)
+		legacy = true
+	}
+	return fence, legacy, nil
 }
 
-// takeOver starts a new, empty counter above every fence the per-name
-// .fence files of an earlier version issued (their reserved ends, which
-// were synced): written as a record of no known boot, so that the first
-// bump reserves and syncs a block above it. Called under the counter's
-// lock.
+// takeOver lists the directory for an earlier version's per-name .fence
+// files (s.legacy, to be removed at their names' next acquires) and, when
+// the counter is empty, starts it above every fence they issued (their
+// reserved ends, which were synced): written as a record of no known
+// boot, so that the first bump reserves and syncs a block above it.
+// Called under the counter's lock, when the store opens the counter.
 func (s *LocalStore) takeOver(path string) error {
-	if st, err := s.counter.Stat(); err != nil || st.Size() > 0 {
+	st, err := s.counter.Stat()
+	if err != nil {
 		return err
 	}
 	dirents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("lease: local store: listing %s: %w", s.dir, err)
 	}
+	s.legacy = nil
 	var floor int64
 	for _, de := range dirents {
 		n := de.Name()
-		if !strings.HasPrefix(n, localFilePrefix) || !strings.HasSuffix(n, ".fence") {
+		base, ok := strings.CutSuffix(n, ".fence")
+		if !ok || !strings.HasPrefix(n, localFilePrefix) {
 			continue
+		}
+		if s.legacy == nil {
+			s.legacy = map[string]bool{}
+		}
+		s.legacy[filepath.Join(s.dir, base+".lock")] = true
+		if st.Size() > 0 {
+			continue // taken over already: only listed
 		}
 		b, err := os.ReadFile(filepath.Join(s.dir, n))
 		if errors.Is(err, os.ErrNotExist) {
@@ -371,13 +540,19 @@ func (s *LocalStore) closeCounter() {
 	}
 }
 
-// Close closes the fence counter the store keeps open. Leases held
-// through it stay held; the store stays usable and opens it again as
-// needed.
+// Close closes the fence counter the store keeps open, and removes the
+// released lock files it kept for reuse. Leases held through it stay
+// held; the store stays usable and opens the counter again as needed.
 func (s *LocalStore) Close() error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	for _, h := range s.idle {
+		h.lock.discard()
+	}
+	s.idle = nil
+	s.mu.Unlock()
 	s.counterMu.Lock()
 	defer s.counterMu.Unlock()
 	var err error
@@ -396,21 +571,20 @@ func (s *LocalStore) Close() error {
 // of the reserved block, which was synced. Passing the end of the block
 // reserves the next one, and that write is synced before the fence is
 // handed out.
-func bumpFence(f *os.File, path string) (int64, error) {
-	// A record fills buf: one read. (Shorter: a new file, or the counter
-	// of an earlier version.)
-	buf := make([]byte, fenceRecordLen)
+func bumpFence(f *os.File, path string, buf []byte) (int64, error) {
+	// A record fills buf (fenceRecordLen): one read. (Shorter: a new
+	// file, or the counter of an earlier version.)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("lease: local store: reading %s: %w", path, err)
 	}
-	rec, err := parseFenceRecord(buf[:n])
+	rec, recBoot, err := parseFenceBytes(buf[:n])
 	if err != nil {
 		return 0, fmt.Errorf("lease: local store: %s is corrupt (%v); move it away to reset the counter", path, err)
 	}
 	boot := bootID()
 	next := rec.reserved + 1
-	if boot != "" && rec.boot == boot {
+	if boot != "" && string(recBoot) == boot {
 		next = rec.last + 1
 	}
 	sync := next > rec.reserved
@@ -421,7 +595,7 @@ func bumpFence(f *os.File, path string) (int64, error) {
 			rec.reserved = next + fenceBlock - 1
 		}
 	}
-	if _, err := f.WriteAt(rec.encode(), 0); err != nil {
+	if _, err := f.WriteAt(rec.appendTo(buf[:0]), 0); err != nil {
 		return 0, fmt.Errorf("lease: local store: writing %s: %w", path, err)
 	}
 	if sync {
@@ -445,14 +619,23 @@ func (s *LocalStore) Release(ctx context.Context, name, owner string) (bool, err
 	if !ok || h.pending || h.owner != owner {
 		return false, nil
 	}
-	err := h.lock.unlock(true)
+	var keep bool
+	var err error
+	if h.reused || s.releasedBefore(name) {
+		keep, err = h.lock.release() // kept open for the next acquire
+	} else {
+		err = h.lock.unlock(true) // removed, unlinked while still locked
+	}
 	// Wakes the process's next waiter, whose own attempt on the file lock
 	// decides, even if the unlock reported an error.
-	released(s.path(name))
+	released(h.lock.path)
 	if err != nil {
 		return false, fmt.Errorf("lease: local store: unlocking %s: %w", h.lock.path, err)
 	}
 	delete(s.held, name)
+	if keep {
+		s.keepIdle(h)
+	}
 	return true, nil
 }
 

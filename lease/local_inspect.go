@@ -62,7 +62,7 @@ func (s *LocalStore) Leases(ctx context.Context, names ...string) ([]LocalEntry,
 	}
 	known := map[string]string{} // file base -> name
 	for _, n := range names {
-		known[filepath.Base(s.path(n))] = n
+		known[strings.TrimSuffix(filepath.Base(s.path(n)), ".lock")] = n
 	}
 	mine := map[string]LocalEntry{} // lock file -> entry held through s
 	s.mu.Lock()
@@ -70,7 +70,7 @@ func (s *LocalStore) Leases(ctx context.Context, names ...string) ([]LocalEntry,
 		if h.pending {
 			continue
 		}
-		f := s.path(name) + ".lock"
+		f := s.path(name)
 		mine[f] = LocalEntry{Name: name, Owner: h.owner, Fence: h.fence, PID: os.Getpid(), File: f}
 	}
 	s.mu.Unlock()

@@ -3,6 +3,7 @@
 package lease
 
 import (
+	"errors"
 	"os"
 
 	"github.com/gofrs/flock"
@@ -36,14 +37,34 @@ func (l *fileLock) unlock(bool) error {
 	return l.fl.Unlock()
 }
 
+// release lets the lock go. The file is not kept open for the name's next
+// acquire here (keep is false): LockFileEx's lock is on a handle that
+// gofrs/flock closes.
+func (l *fileLock) release() (keep bool, err error) {
+	return false, l.unlock(true)
+}
+
+// relock is never called here: release keeps no file.
+func (l *fileLock) relock() (bool, error) {
+	return false, errors.New("lease: local store: no kept lock file on this platform")
+}
+
+// discard is never called here: release keeps no file.
+func (l *fileLock) discard() { _ = l.fl.Close() }
+
 // lockCounter takes the directory counter's lock, a separate file beside
 // it (a byte-range lock on the counter itself would stop this process's
 // own writes to it), waiting for another process; the returned func lets
 // it go.
-func lockCounter(_ *os.File, path string) (func(), error) {
+func lockCounter(_ *os.File, path string) (counterGuard, error) {
 	fl := flock.New(path + ".guard")
 	if err := fl.Lock(); err != nil {
-		return nil, err
+		return counterGuard{}, err
 	}
-	return func() { _ = fl.Unlock() }, nil
+	return counterGuard{fl}, nil
 }
+
+// counterGuard is a held lock on the directory's counter.
+type counterGuard struct{ fl *flock.Flock }
+
+func (g counterGuard) unlock() { _ = g.fl.Unlock() }

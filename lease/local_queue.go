@@ -27,8 +27,9 @@ import (
 var localQueues = &localQueueSet{m: map[string]*localQueue{}}
 
 type localQueueSet struct {
-	mu sync.Mutex
-	m  map[string]*localQueue
+	mu    sync.Mutex
+	m     map[string]*localQueue
+	spare *localQueue // the last queue forgotten, for queueOf to reuse
 }
 
 // localQueue is one name's queue in this process. It exists while the
@@ -94,7 +95,11 @@ func released(key string) {
 func queueOf(key string) *localQueue {
 	q := localQueues.m[key]
 	if q == nil {
-		q = &localQueue{}
+		q = localQueues.spare
+		localQueues.spare = nil
+		if q == nil {
+			q = &localQueue{}
+		}
 		localQueues.m[key] = q
 	}
 	return q
@@ -138,6 +143,9 @@ func heldHere(key string) bool {
 func (qs *localQueueSet) forget(key string, q *localQueue) {
 	if !q.held && len(q.waiters) == 0 {
 		delete(qs.m, key)
+		clear(q.waiters[:cap(q.waiters)]) // no waiter kept reachable
+		q.waiters = q.waiters[:0]
+		qs.spare = q
 	}
 }
 

@@ -293,17 +293,26 @@ func TestLocalStoreFilesBounded(t *testing.T) {
 }
 
 // TestLocalStoreRemoveOnReleaseRace: 8 stores (8 open files each time, as
-// 8 processes would have) take and release 3 names in a tight loop, each
-// holder checking that it is alone. Release removes the lock file; the
-// acquirer that locked a file its releaser just unlinked must notice and
-// start again. The baseline, which unlinks on release without that check,
-// lets two holders in at once.
+// 8 processes would have) take and release names in a tight loop, each
+// holder checking that it is alone. A store keeps the files of the 16
+// names it took again and again and released last open for their next
+// acquire, and removes the others (under their lock); an acquirer that
+// locked a file removed meanwhile, fresh or kept, must notice and start
+// again. Run on 3 names
+// (every file kept, and locked again through the kept descriptor) and on
+// 20 (more than a store keeps: files removed all the time). The baseline,
+// which unlinks on release without that check, lets two holders in at
+// once.
 func TestLocalStoreRemoveOnReleaseRace(t *testing.T) {
 	const workers, iters = 8, 3000
-	names := []string{namePrefix + "i26-a", namePrefix + "i26-b", namePrefix + "i26-c"}
+	hot := []string{namePrefix + "i26-a", namePrefix + "i26-b", namePrefix + "i26-c"}
+	var many []string
+	for i := range 20 {
+		many = append(many, fmt.Sprintf("%si27-%d", namePrefix, i))
+	}
 
-	run := func(acquire func(w int, name string) (release func(), ok bool)) (overlaps, grants int64) {
-		var inside [3]atomic.Int32
+	run := func(names []string, acquire func(w int, name string) (release func(), ok bool)) (overlaps, grants int64) {
+		inside := make([]atomic.Int32, len(names))
 		var over, granted atomic.Int64
 		var wg sync.WaitGroup
 		for w := range workers {
@@ -334,7 +343,7 @@ func TestLocalStoreRemoveOnReleaseRace(t *testing.T) {
 
 	// Baseline: flock, then unlink and close on release, no inode check.
 	naiveDir := t.TempDir()
-	over, grants := run(func(_ int, name string) (func(), bool) {
+	over, grants := run(hot, func(_ int, name string) (func(), bool) {
 		path := filepath.Join(naiveDir, name+".lock")
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
@@ -349,34 +358,40 @@ func TestLocalStoreRemoveOnReleaseRace(t *testing.T) {
 	t.Logf("baseline (unlink on release, no inode check): %d overlapping holders in %d grants", over, grants)
 	want(t, over > 0, "the baseline never let two holders in: the test cannot fail")
 
-	dir := t.TempDir()
-	stores := make([]*lease.LocalStore, workers)
-	for w := range stores {
-		var err error
-		stores[w], err = lease.NewLocalStore(dir)
-		noErr(t, err)
-		defer stores[w].Close()
-	}
-	ctx := context.Background()
-	var errs atomic.Int64
-	over, grants = run(func(w int, name string) (func(), bool) {
-		owner := fmt.Sprint("w", w)
-		_, ok, err := stores[w].Acquire(ctx, name, owner, 0)
-		if err != nil {
-			errs.Add(1)
+	for _, names := range [][]string{hot, many} {
+		dir := t.TempDir()
+		stores := make([]*lease.LocalStore, workers)
+		for w := range stores {
+			var err error
+			stores[w], err = lease.NewLocalStore(dir)
+			noErr(t, err)
 		}
-		return func() {
-			if ok, err := stores[w].Release(ctx, name, owner); !ok || err != nil {
+		ctx := context.Background()
+		var errs atomic.Int64
+		over, grants = run(names, func(w int, name string) (func(), bool) {
+			owner := fmt.Sprint("w", w)
+			_, ok, err := stores[w].Acquire(ctx, name, owner, 0)
+			if err != nil {
 				errs.Add(1)
 			}
-		}, ok
-	})
-	files, _ := os.ReadDir(dir)
-	t.Logf("LocalStore: %d overlapping holders in %d grants, %d errors, %d files left", over, grants, errs.Load(), len(files))
-	want(t, over == 0, "%d overlapping holders", over)
-	want(t, errs.Load() == 0, "%d errors", errs.Load())
-	want(t, grants > 0, "nothing granted")
-	want(t, len(files) <= 1, "%d files left after every release", len(files))
+			return func() {
+				if ok, err := stores[w].Release(ctx, name, owner); !ok || err != nil {
+					errs.Add(1)
+				}
+			}, ok
+		})
+		files, _ := os.ReadDir(dir)
+		for _, s := range stores {
+			noErr(t, s.Close())
+		}
+		closed, _ := os.ReadDir(dir)
+		t.Logf("LocalStore, %d names: %d overlapping holders in %d grants, %d errors, %d files left (%d after Close)", len(names), over, grants, errs.Load(), len(files), len(closed))
+		want(t, over == 0, "%d overlapping holders", over)
+		want(t, errs.Load() == 0, "%d errors", errs.Load())
+		want(t, grants > 0, "nothing granted")
+		want(t, len(files) <= 1+len(names), "%d files left after every release (%d names)", len(files), len(names))
+		want(t, len(closed) <= 1, "%d files left after Close", len(closed))
+	}
 }
 
 // BenchmarkLocalNewName: one acquire and release of a new name each time
