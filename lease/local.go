@@ -194,14 +194,14 @@ func (s *LocalStore) Acquire(ctx context.Context, name, owner string, ttl time.D
 	if err := s.checkArgs(ctx, name, owner); err != nil {
 		return 0, false, err
 	}
-	return s.take(name, owner, nil)
+	return s.take(ctx, name, owner, nil)
 }
 
 // take is one attempt at name for owner: by w, the head of the process's
 // queue for it (local_queue.go), or by a plain Acquire (w nil), which is
 // refused while the process has waiters for name. A waiter that takes name
 // leaves the queue.
-func (s *LocalStore) take(name, owner string, w *localWaiter) (int64, bool, error) {
+func (s *LocalStore) take(ctx context.Context, name, owner string, w *localWaiter) (int64, bool, error) {
 	s.mu.Lock()
 	if h, ok := s.held[name]; ok {
 		mine := !h.pending && h.owner == owner
@@ -242,7 +242,7 @@ func (s *LocalStore) take(name, owner string, w *localWaiter) (int64, bool, erro
 	s.held[name] = h
 	s.mu.Unlock()
 
-	fence, ok, err := s.lock(key, h)
+	fence, ok, err := s.lock(ctx, key, h)
 	if ok {
 		taken(key, w)
 	}
@@ -308,7 +308,7 @@ func (s *LocalStore) keepIdle(h *localHold) {
 // lock takes the lock file at key for h: h.lock, the file kept open
 // since this store released the name, if there is one, else the file at
 // key opened (and created) anew.
-func (s *LocalStore) lock(key string, h *localHold) (int64, bool, error) {
+func (s *LocalStore) lock(ctx context.Context, key string, h *localHold) (int64, bool, error) {
 	if h.lock != nil {
 		ok, err := h.lock.relock()
 		if err == nil && !ok {
@@ -329,7 +329,7 @@ func (s *LocalStore) lock(key string, h *localHold) (int64, bool, error) {
 		h.lock = fl
 	}
 	fl := h.lock
-	fence, legacy, err := s.bump(key)
+	fence, legacy, err := s.bump(ctx, key)
 	if err == nil && fl.f != nil {
 		// For Leases (lockcheck who): the fence, in the page cache only.
 		_, err = fl.f.WriteAt(appendPadded(h.rec[:0], fence), 0)
@@ -442,8 +442,9 @@ var bootID = sync.OnceValue(func() string {
 // whose lock file is key, and says whether that name has an earlier
 // version's .fence file to remove. The counter stays open for the next
 // acquire; goroutines take turns on it with counterMu, processes with a
-// lock on it (lockCounter), held only for the read and write.
-func (s *LocalStore) bump(key string) (fence int64, legacy bool, err error) {
+// lock on it (lockCounter), held only for the read and write; waiting for
+// another process's turn ends with ctx.
+func (s *LocalStore) bump(ctx context.Context, key string) (fence int64, legacy bool, err error) {
 	s.counterMu.Lock()
 	defer s.counterMu.Unlock()
 	path := s.counterPath
@@ -455,9 +456,11 @@ func (s *LocalStore) bump(key string) (fence int64, legacy bool, err error) {
 		}
 		s.counter = f
 	}
-	guard, err := lockCounter(s.counter, path)
+	guard, err := lockCounter(ctx, s.counter, path)
 	if err != nil {
-		s.closeCounter()
+		if ctx.Err() == nil {
+			s.closeCounter()
+		}
 		return 0, false, fmt.Errorf("lease: local store: locking %s: %w", path, err)
 	}
 	defer guard.unlock()
@@ -638,6 +641,19 @@ func (s *LocalStore) Release(ctx context.Context, name, owner string) (bool, err
 	}
 	return true, nil
 }
+
+// HonoursContext reports true (lease.ContextHonourer): every call returns
+// by its context's end, so Manager calls the store on the caller's
+// goroutine instead of a goroutine per call. Lock files are taken without
+// waiting (a held one is a refusal), the directory counter's lock is
+// polled until the context ends (lockCounter), and the rest are local file
+// operations. One step no deadline reaches: the sync that reserves the
+// next block of fences, once per fenceBlock acquires in the directory,
+// lasts as long as the disk takes (on a network file system that is not
+// answering, as long as that). No call uses its context after it returns.
+func (s *LocalStore) HonoursContext() bool { return true }
+
+var _ ContextHonourer = (*LocalStore)(nil)
 
 // Refresh reports whether owner holds name; ttl is ignored, since a local
 // lease lasts until it is released or its process ends.

@@ -3,8 +3,10 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"os"
+	"time"
 
 	"github.com/gofrs/flock"
 )
@@ -54,12 +56,16 @@ func (l *fileLock) discard() { _ = l.fl.Close() }
 
 // lockCounter takes the directory counter's lock, a separate file beside
 // it (a byte-range lock on the counter itself would stop this process's
-// own writes to it), waiting for another process; the returned func lets
-// it go.
-func lockCounter(_ *os.File, path string) (counterGuard, error) {
+// own writes to it), waiting for another process until ctx ends; the
+// returned func lets it go.
+func lockCounter(ctx context.Context, _ *os.File, path string) (counterGuard, error) {
 	fl := flock.New(path + ".guard")
-	if err := fl.Lock(); err != nil {
+	ok, err := fl.TryLockContext(ctx, time.Millisecond)
+	if err != nil {
 		return counterGuard{}, err
+	}
+	if !ok {
+		return counterGuard{}, ctx.Err()
 	}
 	return counterGuard{fl}, nil
 }

@@ -3,10 +3,12 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // fileLock is an exclusive flock(2) lock on one open lock file, or (in a
@@ -169,17 +171,38 @@ func (l *fileLock) unlock(remove bool) error {
 type counterGuard struct{ f *os.File }
 
 // lockCounter takes the directory counter's lock, waiting for another
-// process's read and write of it; unlock lets it go. Goroutines of one
-// process take turns before this (flock is per open file).
-func lockCounter(f *os.File, _ string) (counterGuard, error) {
+// process's read and write of it until ctx ends; unlock lets it go.
+// Goroutines of one process take turns before this (flock is per open
+// file). The wait polls a non-blocking flock (50 µs, doubling up to 2 ms)
+// rather than blocking in the kernel, where no deadline reaches it: a
+// process stopped while it holds the lock (SIGSTOP, a debugger) would hold
+// every acquire of the directory with it.
+func lockCounter(ctx context.Context, f *os.File, _ string) (counterGuard, error) {
+	var timer *time.Timer
+	pause := 50 * time.Microsecond
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		err := flockNB(f)
 		if err == nil {
+			if timer != nil {
+				timer.Stop()
+			}
 			return counterGuard{f}, nil
 		}
-		if !errors.Is(err, syscall.EINTR) {
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return counterGuard{}, err
 		}
+		if timer == nil {
+			timer = time.NewTimer(pause)
+		} else {
+			timer.Reset(pause)
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return counterGuard{}, ctx.Err()
+		case <-timer.C:
+		}
+		pause = min(2*pause, 2*time.Millisecond)
 	}
 }
 

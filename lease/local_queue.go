@@ -206,7 +206,7 @@ func (s *LocalStore) acquireQueued(ctx context.Context, name, owner string, ttl 
 		}
 		if mayTake(key, w) {
 			sent := time.Now()
-			fence, ok, err := s.take(name, owner, w)
+			fence, ok, err := s.take(ctx, name, owner, w)
 			if err != nil {
 				leaveQueue(key, w)
 				return Grant{}, time.Time{}, false, err
