@@ -108,13 +108,13 @@ func honours(store Store) bool {
 }
 
 // callInline is call for a store whose client honours its context: op
-// runs on the caller's goroutine under a context that ends at bound. An
+// runs on the caller's goroutine under a context that ends at bound;
+// start is when the caller sent it (time.Now, read once by the caller). An
 // answer that arrives when ctx has ended or bound has passed is handled as
 // call handles an abandoned one: handed to late, and the caller gets
 // ErrStoreTimeout with cut set, so that a store that does not keep its
 // promise can delay the caller but never hand it a stale answer.
-func callInline[T any](ctx context.Context, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (v T, err error, cut bool) {
-	start := time.Now()
+func callInline[T any](ctx context.Context, start, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (v T, err error, cut bool) {
 	bctx := ctx
 	var cancel context.CancelFunc
 	var pooled *boundCtx
@@ -122,7 +122,7 @@ func callInline[T any](ctx context.Context, bound time.Time, op func(ctx context
 		if ctx.Done() == nil {
 			// A context that never ends (Background, WithoutCancel): one
 			// from the pool, instead of a context and a timer per call.
-			pooled = getBoundCtx(ctx, bound)
+			pooled = getBoundCtx(ctx, start, bound)
 			bctx = pooled
 		} else {
 			bctx, cancel = context.WithDeadline(ctx, bound)
@@ -193,7 +193,7 @@ func ended(ctx context.Context, bound, start time.Time, err error) error {
 // (call).
 func run[T any](m *Manager, ctx context.Context, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (T, error, bool) {
 	if m.inline {
-		return callInline(ctx, bound, op, late)
+		return callInline(ctx, time.Now(), bound, op, late)
 	}
 	return call(ctx, bound, op, late)
 }
@@ -222,19 +222,19 @@ type boundCtx struct {
 var boundCtxs sync.Pool
 
 // getBoundCtx returns a boundCtx over parent (whose Done is nil) ending at
-// bound.
-func getBoundCtx(parent context.Context, bound time.Time) *boundCtx {
+// bound; now is the time it is asked at.
+func getBoundCtx(parent context.Context, now, bound time.Time) *boundCtx {
 	c, _ := boundCtxs.Get().(*boundCtx)
 	if c == nil {
 		c = &boundCtx{done: make(chan struct{})}
 		c.Context, c.deadline = parent, bound
-		c.timer = time.AfterFunc(time.Until(bound), c.fire)
+		c.timer = time.AfterFunc(bound.Sub(now), c.fire)
 		return c
 	}
 	c.mu.Lock()
 	c.Context, c.deadline = parent, bound
 	c.mu.Unlock()
-	c.timer.Reset(time.Until(bound))
+	c.timer.Reset(bound.Sub(now))
 	return c
 }
 

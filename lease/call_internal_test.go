@@ -16,13 +16,13 @@ type ctxKeyT struct{}
 func TestBoundCtxReused(t *testing.T) {
 	for i := range 50 {
 		parent := context.WithValue(context.Background(), ctxKeyT{}, i)
-		c := getBoundCtx(parent, time.Now().Add(time.Hour))
+		c := getBoundCtx(parent, time.Now(), time.Now().Add(time.Hour))
 		if c.Err() != nil || c.Value(ctxKeyT{}) != i {
 			t.Fatalf("round %d: fresh call context: err %v, value %v", i, c.Err(), c.Value(ctxKeyT{}))
 		}
 		c.put()
 		bound := time.Now().Add(20 * time.Millisecond)
-		c2 := getBoundCtx(context.Background(), bound)
+		c2 := getBoundCtx(context.Background(), time.Now(), bound)
 		if d, ok := c2.Deadline(); !ok || !d.Equal(bound) {
 			t.Fatalf("round %d: deadline %v %v, want %v", i, d, ok, bound)
 		}
@@ -38,7 +38,7 @@ func TestBoundCtxReused(t *testing.T) {
 			t.Fatalf("round %d: ended with %v at %v before its bound %v", i, c2.Err(), time.Now(), bound)
 		}
 		c2.put() // fired: must not go back to the pool
-		c3 := getBoundCtx(context.Background(), time.Now().Add(time.Hour))
+		c3 := getBoundCtx(context.Background(), time.Now(), time.Now().Add(time.Hour))
 		if c3 == c2 || c3.Err() != nil {
 			t.Fatalf("round %d: an ended call context handed out again (err %v)", i, c3.Err())
 		}
