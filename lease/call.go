@@ -83,6 +83,11 @@ func call[T any](ctx context.Context, bound time.Time, op func(ctx context.Conte
 // bound is not given to the caller: it is handled as a call the Manager
 // abandoned (an Acquire that took the lease is released).
 //
+// A store that declares it must also not use a call's context once the
+// call has returned (go-redis does not): when the caller's context never
+// ends, the Manager reuses the bounded context it made for one call in a
+// later one, instead of allocating a context and a timer per call.
+//
 // The table store (sqlstore) does not declare it although pgx and
 // go-sql-driver/mysql end a statement with its context: they do so by
 // closing the connection, and with a short CallTimeout on a loaded
@@ -103,21 +108,32 @@ func honours(store Store) bool {
 }
 
 // callInline is call for a store whose client honours its context: op
-// runs on the caller's goroutine under a context that ends at bound. An
+// runs on the caller's goroutine under a context that ends at bound;
+// start is when the caller sent it (time.Now, read once by the caller). An
 // answer that arrives when ctx has ended or bound has passed is handled as
 // call handles an abandoned one: handed to late, and the caller gets
 // ErrStoreTimeout with cut set, so that a store that does not keep its
 // promise can delay the caller but never hand it a stale answer.
-func callInline[T any](ctx context.Context, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (v T, err error, cut bool) {
-	start := time.Now()
+func callInline[T any](ctx context.Context, start, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (v T, err error, cut bool) {
 	bctx := ctx
 	var cancel context.CancelFunc
+	var pooled *boundCtx
 	if d, ok := ctx.Deadline(); !ok || d.After(bound) {
-		bctx, cancel = context.WithDeadline(ctx, bound)
+		if ctx.Done() == nil {
+			// A context that never ends (Background, WithoutCancel): one
+			// from the pool, instead of a context and a timer per call.
+			pooled = getBoundCtx(ctx, start, bound)
+			bctx = pooled
+		} else {
+			bctx, cancel = context.WithDeadline(ctx, bound)
+		}
 	}
 	v, err = op(bctx)
 	if cancel != nil {
 		cancel()
+	}
+	if pooled != nil {
+		pooled.put()
 	}
 	if ctx.Err() == nil && time.Now().Before(bound) {
 		return v, ended(ctx, bound, start, err), false
@@ -177,7 +193,98 @@ func ended(ctx context.Context, bound, start time.Time, err error) error {
 // (call).
 func run[T any](m *Manager, ctx context.Context, bound time.Time, op func(ctx context.Context) (T, error), late func(T, error)) (T, error, bool) {
 	if m.inline {
-		return callInline(ctx, bound, op, late)
+		return callInline(ctx, time.Now(), bound, op, late)
 	}
 	return call(ctx, bound, op, late)
+}
+
+// boundCtx is the context of an inline store call (callInline) whose
+// caller's context never ends (its Done is nil): it ends at the call's
+// bound, with context.DeadlineExceeded, on a timer of its own. Unlike a
+// context.WithDeadline per call (a context, a timer and a channel
+// allocated, and the timer added to and removed from the runtime's heap),
+// it is kept in a pool with its timer and channel and re-armed for the
+// next call once this one returned, unless it had ended: a store that
+// declares ContextHonourer does not use a call's context once the call
+// has returned.
+type boundCtx struct {
+	context.Context // the caller's, which never ends: its values
+
+	timer *time.Timer
+
+	mu       sync.Mutex
+	deadline time.Time
+	done     chan struct{}
+	err      error
+}
+
+// boundCtxs are the boundCtx not in use, their timers stopped.
+var boundCtxs sync.Pool
+
+// getBoundCtx returns a boundCtx over parent (whose Done is nil) ending at
+// bound; now is the time it is asked at.
+func getBoundCtx(parent context.Context, now, bound time.Time) *boundCtx {
+	c, _ := boundCtxs.Get().(*boundCtx)
+	if c == nil {
+		c = &boundCtx{done: make(chan struct{})}
+		c.Context, c.deadline = parent, bound
+		c.timer = time.AfterFunc(bound.Sub(now), c.fire)
+		return c
+	}
+	c.mu.Lock()
+	c.Context, c.deadline = parent, bound
+	c.mu.Unlock()
+	c.timer.Reset(bound.Sub(now))
+	return c
+}
+
+// put returns c to the pool once its call has returned, unless its timer
+// fired (its channel is closed for good: the garbage collector takes it).
+func (c *boundCtx) put() {
+	if !c.timer.Stop() {
+		return
+	}
+	c.mu.Lock()
+	c.Context = nil // keep no caller's values alive in the pool
+	c.mu.Unlock()
+	boundCtxs.Put(c)
+}
+
+// fire ends c at its deadline.
+func (c *boundCtx) fire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = context.DeadlineExceeded
+		close(c.done)
+	}
+}
+
+// Deadline returns the call's bound.
+func (c *boundCtx) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline, true
+}
+
+// Done returns a channel closed at the call's bound.
+func (c *boundCtx) Done() <-chan struct{} { return c.done }
+
+// Err returns context.DeadlineExceeded once the bound has passed, nil
+// before.
+func (c *boundCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Value returns the caller's context's value for key.
+func (c *boundCtx) Value(key any) any {
+	c.mu.Lock()
+	parent := c.Context
+	c.mu.Unlock()
+	if parent == nil {
+		return nil
+	}
+	return parent.Value(key)
 }

@@ -375,21 +375,27 @@ func (l *Lease) Release(ctx context.Context) (err error) {
 // so that Release has no defer beyond the open-coded ones: one more pushed
 // an unobserved lease cycle 1.4% over the code before observers (callgrind).
 func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error) (err error) {
-	if left := time.Until(l.holdUntil); lost == nil && !l.holdUntil.IsZero() && left > 0 {
-		return l.hold(ctx, left) // HoldAtLeast: hold.go
+	if lost == nil && !l.holdUntil.IsZero() {
+		if left := time.Until(l.holdUntil); left > 0 {
+			return l.hold(ctx, left) // HoldAtLeast: hold.go
+		}
 	}
 
-	bound := time.Now().Add(l.m.callTimeout)
+	now := time.Now()
+	bound := now.Add(l.m.callTimeout)
 	// An attempt sent before the deadline, by this call or an earlier
 	// one that returned an error, may have freed it.
 	unknownInTime := l.releaseUnknown
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		sent := time.Now()
+		sent := now // the first attempt is sent now: one clock read fewer
+		if attempt > 0 {
+			sent = time.Now()
+		}
 		var ok bool
 		var err error
 		if l.m.inline { // spelled out, not through run: the closure stays on the stack
-			ok, err, _ = callInline(ctx, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
+			ok, err, _ = callInline(ctx, sent, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
 		} else {
 			ok, err, _ = call(ctx, bound, func(ctx context.Context) (bool, error) { return l.storeRelease(ctx) }, nil)
 		}

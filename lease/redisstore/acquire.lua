@@ -9,19 +9,13 @@
 -- counter, max(counter + 1, clock) is above every fence issued without
 -- it, so its expiry is the lease's plus how far the counter runs ahead of
 -- the clock, plus a second.
+--
+-- A grant is five commands (MGET, SET, TIME, SET, PUBLISH), a refusal
+-- one: each redis.call costs the server about as much as the script's own
+-- start, so the script makes no call it can do without.
 local ttl = tonumber(ARGV[2])
-local function clock()
-	local t = redis.call("TIME")
-	return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local function keep(f, now)
-	if ttl > 0 then
-		redis.call("PEXPIRE", KEYS[2], string.format("%d", ttl + math.max(0, math.ceil((f - now) / 1000)) + 1000))
-	else
-		redis.call("PERSIST", KEYS[2])
-	end
-end
-local holder = redis.call("GET", KEYS[1])
+local both = redis.call("MGET", KEYS[1], KEYS[2])
+local holder, f = both[1], tonumber(both[2])
 if holder == ARGV[1] then
 	-- The same owner again: a retry whose first reply was lost. Its fence
 	-- is the counter's value (only a grant moves the counter).
@@ -30,30 +24,47 @@ if holder == ARGV[1] then
 	else
 		redis.call("PERSIST", KEYS[1])
 	end
-	local f = tonumber(redis.call("GET", KEYS[2]))
 	if f then
-		keep(f, clock())
+		if ttl > 0 then
+			local t = redis.call("TIME")
+			local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+			redis.call("PEXPIRE", KEYS[2], string.format("%d", ttl + math.max(0, math.ceil((f - now) / 1000)) + 1000))
+		else
+			redis.call("PERSIST", KEYS[2])
+		end
 		return f
 	end
 	-- The counter is gone but the key is not (evicted): issue a new fence.
 elseif holder then
 	return 0
-end
-if ttl > 0 then
-	redis.call("SET", KEYS[1], ARGV[1], "PX", ttl)
 else
-	redis.call("SET", KEYS[1], ARGV[1])
+	-- Absent for MGET, which answers nil for a key of another type too:
+	-- NX keeps such a key, and GET then fails on it, as it always did.
+	local set
+	if ttl > 0 then
+		set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ttl)
+	else
+		set = redis.call("SET", KEYS[1], ARGV[1], "NX")
+	end
+	if not set then
+		redis.call("GET", KEYS[1])
+		return 0
+	end
 end
 -- fence = max(counter + 1, server clock in microseconds): a counter lost
 -- to a restart without persistence (or restored from an older snapshot),
 -- or expired after its lease, continues above every fence issued before,
 -- as long as the server's clock does not go back.
-local now = clock()
-local f = (tonumber(redis.call("GET", KEYS[2])) or 0) + 1
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+f = (f or 0) + 1
 if now > f then
 	f = now
 end
-redis.call("SET", KEYS[2], string.format("%d", f))
-keep(f, now)
+if ttl > 0 then
+	redis.call("SET", KEYS[2], string.format("%d", f), "PX", string.format("%d", ttl + math.max(0, math.ceil((f - now) / 1000)) + 1000))
+else
+	redis.call("SET", KEYS[2], string.format("%d", f))
+end
 redis.call("PUBLISH", KEYS[1] .. ":acquired", "1")
 return f

@@ -286,6 +286,20 @@ func (s *Store) Key(name string) string {
 	return prefix + "#{" + hex.EncodeToString(sum[:]) + "}"
 }
 
+// keys returns name's key and its fencing counter's key (Key and Key
+// followed by ":fence"), the scripts' KEYS, with the two strings sharing
+// one allocation.
+func (s *Store) keys(name string) []string {
+	const fence = ":fence"
+	var kf string
+	if s.client != nil && !strings.ContainsAny(name, "{}") {
+		kf = s.prefix + "{" + name + "}" + fence
+	} else {
+		kf = s.Key(name) + fence
+	}
+	return []string{kf[:len(kf)-len(fence)], kf}
+}
+
 // Acquire takes name for owner when its key is absent (free or expired),
 // raising the fencing counter, in one script. When owner already holds it,
 // it returns the same fence and resets the expiry to ttl.
@@ -293,11 +307,10 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 	if err := s.check(ctx, name, owner, ttl); err != nil {
 		return 0, false, err
 	}
-	k := s.Key(name)
 	if s.replicas > 0 {
-		return s.acquireReplicated(ctx, k, owner, ttl)
+		return s.acquireReplicated(ctx, s.Key(name), owner, ttl)
 	}
-	fence, err := acquireScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
+	fence, err := acquireScript.Run(ctx, s.client, s.keys(name), owner, millis(ttl)).Int64()
 	if err != nil {
 		return 0, false, s.failed(ctx, "acquire", err)
 	}
@@ -309,8 +322,7 @@ func (s *Store) Release(ctx context.Context, name, owner string) (bool, error) {
 	if err := s.check(ctx, name, owner, 0); err != nil {
 		return false, err
 	}
-	k := s.Key(name)
-	n, err := releaseScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner).Int64()
+	n, err := releaseScript.Run(ctx, s.client, s.keys(name), owner).Int64()
 	if err != nil {
 		return false, s.failed(ctx, "release", err)
 	}
@@ -326,8 +338,7 @@ func (s *Store) Refresh(ctx context.Context, name, owner string, ttl time.Durati
 	if s.replicas > 0 {
 		return s.refreshReplicated(ctx, s.Key(name), owner, ttl)
 	}
-	k := s.Key(name)
-	n, err := refreshScript.Run(ctx, s.client, []string{k, k + ":fence"}, owner, millis(ttl)).Int64()
+	n, err := refreshScript.Run(ctx, s.client, s.keys(name), owner, millis(ttl)).Int64()
 	if err != nil {
 		return false, s.failed(ctx, "refresh", err)
 	}

@@ -87,3 +87,15 @@ func TestScriptsAreEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysAreKeyAndFence: the scripts' KEYS, built in one allocation,
+// are Key(name) and Key(name)+":fence" for every kind of name.
+func TestKeysAreKeyAndFence(t *testing.T) {
+	s := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), Prefix("app:"))
+	for _, name := range []string{"order-42", "}x", "{", "a{b}c", "заказ", strings.Repeat("x", 300)} {
+		got := s.keys(name)
+		if len(got) != 2 || got[0] != s.Key(name) || got[1] != s.Key(name)+":fence" {
+			t.Errorf("keys(%q) = %q, want [%q %q]", name, got, s.Key(name), s.Key(name)+":fence")
+		}
+	}
+}
