@@ -1,8 +1,8 @@
 package lease_test
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
