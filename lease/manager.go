@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockplugin/lockplugin/observe"
@@ -33,6 +34,10 @@ type Manager struct {
 	err         error            // an invalid ManagerOption, reported by every call
 	obs         observe.Observer // WithObserver: observe.go
 	inline      bool             // the store honours its contexts (ContextHonourer)
+	// noWait: the store's WaitFree answered errors.ErrUnsupported (a
+	// Waiter only in some configurations, the table store without Listen):
+	// the Manager polls from then on without asking again.
+	noWait atomic.Bool
 }
 
 // NewManager returns a Manager over store. Invalid options, and a nil
@@ -367,7 +372,7 @@ func (m *Manager) acquire(ctx context.Context, name string, o options) (*Lease, 
 		// A Waiter that keeps waking at once while the name stays held
 		// (spurious wake-ups, allowed but not useful) falls back to polling
 		// for that round, so a bad watch cannot spin on the store.
-		if w, ok := m.store.(Waiter); ok && quickWakes < 2 {
+		if w, ok := m.store.(Waiter); ok && quickWakes < 2 && !m.noWait.Load() {
 			waitStart := time.Now()
 			if m.waitFree(ctx, w, name, start.Add(o.wait)) {
 				if err := ctx.Err(); err != nil {
@@ -423,7 +428,12 @@ func (m *Manager) waitFree(ctx context.Context, w Waiter, name string, end time.
 	}, nil)
 	// The watch ending at the bound or the context is a due retry (the
 	// loop then finds the context or the wait ended); any other error
-	// means the store cannot watch now.
+	// means the store cannot watch now, and ErrUnsupported that it never
+	// will.
+	if errors.Is(err, errors.ErrUnsupported) {
+		m.noWait.Store(true)
+		return false
+	}
 	return err == nil || ctx.Err() != nil || !time.Now().Before(bound)
 }
 

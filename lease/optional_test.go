@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,5 +169,38 @@ func TestManagerSurvivesASpinningWaiter(t *testing.T) {
 	t.Logf("300 ms of waiting on a spinning Waiter: %d acquires (polling alone: ~15)", n)
 	if n > 200 {
 		t.Fatalf("%d acquires in 300 ms: the Manager spun on a Waiter that does not wait", n)
+	}
+}
+
+// unsupportedWaiter is a Waiter only by its type: like the table store
+// without Listen, its WaitFree answers errors.ErrUnsupported at once.
+type unsupportedWaiter struct {
+	*memStore
+	asked atomic.Int64
+}
+
+func (s *unsupportedWaiter) WaitFree(context.Context, string) error {
+	s.asked.Add(1)
+	return fmt.Errorf("no watch here: %w", errors.ErrUnsupported)
+}
+
+// TestWaitFreeUnsupportedAskedOnce: a Manager whose store's WaitFree
+// answers errors.ErrUnsupported polls, and does not ask it again on every
+// round (nor on its next Acquire).
+func TestWaitFreeUnsupportedAskedOnce(t *testing.T) {
+	s := &unsupportedWaiter{memStore: newMem()}
+	ctx := context.Background()
+	if _, ok, err := s.Acquire(ctx, "busy", "other", time.Minute); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	m := lease.NewManager(s, lease.PollInterval(5*time.Millisecond))
+	for range 2 {
+		_, err := m.Acquire(ctx, "busy", lease.WaitAtMost(100*time.Millisecond))
+		if !errors.Is(err, lease.ErrNotAcquired) {
+			t.Fatalf("Acquire of a held name: %v, want ErrNotAcquired", err)
+		}
+	}
+	if n := s.asked.Load(); n != 1 {
+		t.Fatalf("WaitFree asked %d times over two waiting Acquires, want 1", n)
 	}
 }
