@@ -331,66 +331,13 @@ func TestI24CampaignWhileLeading(t *testing.T) {
 // deliver each new term, and Campaign return, well before a poll would
 // (both counted against 1 s; the times logged).
 func TestI24EtcdWatches(t *testing.T) {
-	ctx := context.Background()
 	cluster := servers.StartEtcdCluster(t)
 	store := etcdstore.New(etcdClientAt(t, cluster.Endpoints()...), etcdstore.Prefix("i24-watch/"+redisPrefix))
 	name := testdb.Unique(t, "i24_watch")
-	opts := []election.Option{election.TTL(5 * time.Second), election.PollInterval(5 * time.Second)}
-	watcher, err := election.New(store, name, opts...)
-	noErr(t, err)
-	octx, stop := context.WithCancel(ctx)
-	defer stop()
-	obs, err := watcher.Observe(octx)
-	noErr(t, err)
-	<-obs // the first read
-	a, err := election.New(store, name, opts...)
-	noErr(t, err)
-	term, err := a.Campaign(ctx)
-	noErr(t, err)
 	const rounds = 5
-	var observed, campaigned []time.Duration
-	obsFast, campFast := 0, 0
-	for range rounds {
-		b, err := election.New(store, name, opts...)
-		noErr(t, err)
-		won := make(chan *election.Term, 1)
-		go func() {
-			tb, err := b.Campaign(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			won <- tb
-		}()
-		time.Sleep(200 * time.Millisecond) // b is waiting
-		resigned := time.Now()
-		noErr(t, term.Resign(ctx))
-		next := <-won
-		took := time.Since(resigned)
-		campaigned = append(campaigned, took)
-		if took < time.Second {
-			campFast++
-		}
-		deadline := time.After(15 * time.Second)
-	wait:
-		for {
-			select {
-			case l := <-obs:
-				if l.Err == nil && l.Led && l.Term == next.Number() {
-					d := time.Since(resigned)
-					observed = append(observed, d)
-					if d < time.Second {
-						obsFast++
-					}
-					break wait
-				}
-			case <-deadline:
-				t.Fatalf("Observe never delivered term %d", next.Number())
-			}
-		}
-		term = next
-	}
-	noErr(t, term.Resign(ctx))
+	campaigned, observed := takeovers(t, store, store, name, rounds, election.TTL(5*time.Second), election.PollInterval(5*time.Second))
+	campFast, obsFast := within(campaigned, time.Second), within(observed, time.Second)
 	t.Logf("etcd, PollInterval 5 s: Campaign took over after %v (%d of %d within 1 s); Observe delivered the new term after %v (%d of %d within 1 s)",
-		campaigned, campFast, rounds, observed, obsFast, rounds)
+		roundMs(campaigned), campFast, rounds, roundMs(observed), obsFast, rounds)
 	want(t, campFast == rounds && obsFast == rounds, "with the watch, takeovers and observations must not wait for the 5 s poll")
 }
