@@ -316,14 +316,7 @@ func TestI25RedisSentinelWatch(t *testing.T) {
 	}
 	b, err := election.New(store, name, opts...)
 	noErr(t, err)
-	won := make(chan *election.Term, 1)
-	go func() {
-		tb, err := b.Campaign(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		won <- tb
-	}()
+	won := campaignAsync(t, ctx, b)
 	time.Sleep(200 * time.Millisecond) // b is waiting
 	p.Kill()
 	select {

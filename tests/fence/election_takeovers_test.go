@@ -30,14 +30,7 @@ func takeovers(t *testing.T, store, obsStore lease.Store, name string, rounds in
 	for range rounds {
 		b, err := election.New(store, name, opts...)
 		noErr(t, err)
-		won := make(chan *election.Term, 1)
-		go func() {
-			tb, err := b.Campaign(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			won <- tb
-		}()
+		won := campaignAsync(t, ctx, b)
 		time.Sleep(300 * time.Millisecond) // b is waiting
 		resigned := time.Now()
 		noErr(t, term.Resign(ctx))
@@ -80,4 +73,18 @@ func roundMs(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(100 * time.Microsecond)
 	}
 	return out
+}
+
+// campaignAsync runs e.Campaign on a goroutine of its own; the channel
+// receives its term (nil after an error, which fails the test).
+func campaignAsync(t *testing.T, ctx context.Context, e *election.Elector) <-chan *election.Term {
+	won := make(chan *election.Term, 1)
+	go func() {
+		term, err := e.Campaign(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		won <- term
+	}()
+	return won
 }
