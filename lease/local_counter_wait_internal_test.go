@@ -59,4 +59,7 @@ func TestLocalCounterWaitEndsWithContext(t *testing.T) {
 	if _, ok, err := s.Acquire(context.Background(), "order-1", "o2", time.Minute); !ok || err != nil {
 		t.Fatalf("after the counter was let go: ok %v, %v; the name was left taken", ok, err)
 	}
+	if ok, err := s.Release(context.Background(), "order-1", "o2"); !ok || err != nil {
+		t.Fatalf("Release: ok %v, %v", ok, err)
+	}
 }
