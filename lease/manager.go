@@ -83,7 +83,7 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...Option) (*Le
 	if o.keepAlive > 0 {
 		return nil, errors.New("lease: KeepAlive applies to Do; refresh a Lease from Acquire with Lease.Refresh")
 	}
-	return m.observedAcquire(func() (*Lease, error) { return m.acquire(ctx, name, o) }, name, o)
+	return m.observedAcquire(ctx, name, o)
 }
 
 // Do takes the lease on name, runs fn, and releases the lease, also when
@@ -119,7 +119,7 @@ func (m *Manager) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	if !o.ttlSet && o.keepAlive == 0 {
 		o.keepAlive = DefaultTTL / 3
 	}
-	l, err := m.observedAcquire(func() (*Lease, error) { return m.acquire(ctx, name, o) }, name, o)
+	l, err := m.observedAcquire(ctx, name, o)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -18,24 +19,16 @@ func WithObserver(o observe.Observer) ManagerOption {
 }
 
 // observedAcquire is acquire, reported. Without an Observer it is acquire.
-func (m *Manager) observedAcquire(ctxAcquire func() (*Lease, error), name string, o options) (*Lease, error) {
+func (m *Manager) observedAcquire(ctx context.Context, name string, o options) (*Lease, error) {
 	if m.obs == nil {
-		return ctxAcquire()
+		return m.acquire(ctx, name, o)
 	}
 	m.obs.Observe(observe.Event{Mechanism: observe.Lease, Kind: observe.WaitStarted, Name: name})
 	start := time.Now()
-	l, err := ctxAcquire()
-	e := observe.Event{Mechanism: observe.Lease, Kind: observe.WaitEnded, Name: name, Duration: time.Since(start), Err: err}
-	var na *NotAcquiredError
-	switch {
-	case err == nil:
-		e.Outcome = observe.Acquired
-	case errors.As(err, &na) && na.Err == nil && o.wait == 0:
-		e.Outcome = observe.Busy
-	case errors.As(err, &na) && na.Err == nil:
-		e.Outcome = observe.Timeout
-	default:
-		e.Outcome = observe.Error
+	l, err := m.acquire(ctx, name, o)
+	e := observe.Event{Mechanism: observe.Lease, Kind: observe.WaitEnded, Name: name, Duration: time.Since(start), Err: err, Outcome: observe.Acquired}
+	if err != nil {
+		e.Outcome = acquireOutcome(err, o.wait)
 	}
 	m.obs.Observe(e)
 	if err == nil {
@@ -43,6 +36,20 @@ func (m *Manager) observedAcquire(ctxAcquire func() (*Lease, error), name string
 		m.obs.Observe(observe.Event{Mechanism: observe.Lease, Kind: observe.Held, Name: name, Fence: l.fence})
 	}
 	return l, err
+}
+
+// acquireOutcome classifies a failed acquire for WaitEnded. It is a
+// function of its own so that the error's target escapes to the heap on
+// the failure path only, not on every acquisition.
+func acquireOutcome(err error, wait time.Duration) observe.Outcome {
+	var na *NotAcquiredError
+	switch {
+	case errors.As(err, &na) && na.Err == nil && wait == 0:
+		return observe.Busy
+	case errors.As(err, &na) && na.Err == nil:
+		return observe.Timeout
+	}
+	return observe.Error
 }
 
 // observeRefresh reports one refresh's result: nil is Refreshed; a loss
