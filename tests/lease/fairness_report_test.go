@@ -72,45 +72,12 @@ func TestFairnessReport(t *testing.T) {
 
 	report := func(t *testing.T, what string, take func(ctx context.Context, w int) (fence int64, release func(), err error)) {
 		h := &holders{}
-		var mu sync.Mutex
-		var waits []time.Duration
-		ranOut, failed := 0, 0
-		perWorker := make([]int, workers)
-		end := time.Now().Add(run)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for time.Now().Before(end) {
-					start := time.Now()
-					ctx, cancel := context.WithTimeout(context.Background(), wait)
-					fence, release, err := take(ctx, w)
-					waited := time.Since(start)
-					cancel()
-					mu.Lock()
-					switch {
-					case err == nil:
-						waits = append(waits, waited)
-						perWorker[w]++
-					case waited >= wait:
-						ranOut++
-					default:
-						failed++
-					}
-					mu.Unlock()
-					if err != nil {
-						time.Sleep(10 * time.Millisecond)
-						continue
-					}
-					h.enter(fence)
-					time.Sleep(hold)
-					h.leave()
-					release()
-				}
-			}()
-		}
-		wg.Wait()
+		rec := hotName(workers, run, wait, 10*time.Millisecond, take, func(fence int64) {
+			h.enter(fence)
+			time.Sleep(hold)
+			h.leave()
+		})
+		waits, perWorker, ranOut, failed := rec.waits, rec.perWorker, rec.ranOut, rec.failed
 		slices.Sort(waits)
 		pct := func(p float64) time.Duration {
 			if len(waits) == 0 {

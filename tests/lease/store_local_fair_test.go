@@ -57,44 +57,23 @@ func fairRun(dir string, workers int, run time.Duration) (*fairStats, error) {
 	}
 	defer s.Close()
 	m := lease.NewManager(s)
-	st := &fairStats{perWorker: make([]int, workers)}
 	var mu sync.Mutex
-	end := time.Now().Add(run)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(end) {
-				start := time.Now()
-				l, err := m.Acquire(context.Background(), fairName, lease.TTL(10*time.Second), lease.WaitAtMost(fairWait))
-				waited := time.Since(start)
-				mu.Lock()
-				switch {
-				case err == nil:
-					st.waits = append(st.waits, waited)
-					st.perWorker[w]++
-				case waited >= fairWait:
-					st.ranOut++
-				default:
-					st.failed++
-				}
-				mu.Unlock()
-				if err != nil {
-					continue
-				}
-				in := time.Now().UnixNano()
-				time.Sleep(fairHold)
-				out := time.Now().UnixNano()
-				mu.Lock()
-				st.held = append(st.held, [3]int64{l.Fence(), in, out})
-				mu.Unlock()
-				_ = l.Release(context.Background())
-			}
-		}()
-	}
-	wg.Wait()
-	return st, nil
+	var held [][3]int64
+	rec := hotName(workers, run, fairWait, 0, func(ctx context.Context, _ int) (int64, func(), error) {
+		l, err := m.Acquire(ctx, fairName, lease.TTL(10*time.Second), lease.WaitAtMost(fairWait))
+		if err != nil {
+			return 0, nil, err
+		}
+		return l.Fence(), func() { _ = l.Release(context.Background()) }, nil
+	}, func(fence int64) {
+		in := time.Now().UnixNano()
+		time.Sleep(fairHold)
+		out := time.Now().UnixNano()
+		mu.Lock()
+		held = append(held, [3]int64{fence, in, out})
+		mu.Unlock()
+	})
+	return &fairStats{waits: rec.waits, perWorker: rec.perWorker, ranOut: rec.ranOut, failed: rec.failed, held: held}, nil
 }
 
 // check counts overlapping holds and fences not above the previous
