@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -42,6 +43,32 @@ func StartEtcdCluster(t testing.TB) *EtcdCluster {
 	if err != nil {
 		missing(t, "etcd (Debian package etcd-server)", err)
 	}
+	// A port freePort found free can be taken by another test's server
+	// before etcd binds it (the suites start many servers at once), and
+	// the member exits at start: the cluster is started again on new
+	// ports, up to 3 times, with the member's own reason logged.
+	var c *EtcdCluster
+	for attempt := 1; ; attempt++ {
+		var err error
+		c, err = startEtcdMembers(t, bin)
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("servers: starting etcd (3 attempts): %v", err)
+		}
+		t.Logf("servers: starting etcd, attempt %d: %v; again on other ports", attempt, err)
+	}
+	if _, err := c.WaitLeader(60 * time.Second); err != nil {
+		t.Fatalf("servers: etcd cluster: %v", err)
+	}
+	return c
+}
+
+// startEtcdMembers starts the three members of a new cluster on free
+// ports; on an error every member started is killed.
+func startEtcdMembers(t testing.TB, bin string) (*EtcdCluster, error) {
+	t.Helper()
 	const n = 3
 	type ports struct{ client, peer int }
 	ps := make([]ports, n)
@@ -74,12 +101,28 @@ func StartEtcdCluster(t testing.TB) *EtcdCluster {
 			}
 			return conn.Close()
 		}
-		c.Members = append(c.Members, newServer(t, s))
+		if err := tryServer(t, s); err != nil {
+			if log, rerr := os.ReadFile(filepath.Join(s.Dir, "server.log")); rerr == nil {
+				err = fmt.Errorf("%w; its log ends: %s", err, tail(string(log), 300))
+			}
+			for _, m := range c.Members {
+				m.mu.Lock()
+				m.kill()
+				m.mu.Unlock()
+			}
+			return nil, err
+		}
+		c.Members = append(c.Members, s)
 	}
-	if _, err := c.WaitLeader(60 * time.Second); err != nil {
-		t.Fatalf("servers: etcd cluster: %v", err)
+	return c, nil
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
 	}
-	return c
+	return s
 }
 
 // etcdStatus is the part of /v3/maintenance/status the tests read.

@@ -144,6 +144,16 @@ func (s *Server) launch() error {
 // newServer registers s's cleanup, starts it, and fails t if it cannot.
 func newServer(t testing.TB, s *Server) *Server {
 	t.Helper()
+	if err := tryServer(t, s); err != nil {
+		t.Fatalf("servers: starting %s: %v", s.Kind, err)
+	}
+	return s
+}
+
+// tryServer is newServer returning the error instead of failing t: the
+// server is gone then (launch killed it), its directory removed at t's end.
+func tryServer(t testing.TB, s *Server) error {
+	t.Helper()
 	s.t = t
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -152,12 +162,8 @@ func newServer(t testing.TB, s *Server) *Server {
 		_ = os.RemoveAll(s.Dir)
 	})
 	s.mu.Lock()
-	err := s.launch()
-	s.mu.Unlock()
-	if err != nil {
-		t.Fatalf("servers: starting %s: %v", s.Kind, err)
-	}
-	return s
+	defer s.mu.Unlock()
+	return s.launch()
 }
 
 // missing skips t, or fails it under CI, for a binary that is not there.
