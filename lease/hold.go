@@ -62,7 +62,5 @@ func (l *Lease) markReleased() {
 	l.state.Lock()
 	defer l.state.Unlock()
 	l.released = true
-	if l.timer != nil {
-		l.timer.Stop()
-	}
+	l.stopSafetyTimer()
 }

@@ -43,9 +43,9 @@ type Lease struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	ttl      time.Duration
-	grant    Grant     // the store's last Grant (GrantStore), for its handle
-	deadline time.Time // zero: no expiry
-	timer    *time.Timer
+	grant    Grant        // the store's last Grant (GrantStore), for its handle
+	deadline time.Time    // zero: no expiry
+	timer    *safetyTimer // nil: none running
 	released bool
 	// releaseUnknown: a Release attempt sent before the safety deadline
 	// got no answer, so it may have freed the lease; a later Release's
@@ -171,16 +171,14 @@ func (l *Lease) arm() {
 		return
 	}
 	if l.deadline.IsZero() {
-		if l.timer != nil {
-			l.timer.Stop()
-		}
+		l.stopSafetyTimer()
 		return
 	}
 	left := time.Until(l.deadline)
 	if l.timer == nil {
-		l.timer = time.AfterFunc(left, l.expire)
+		l.timer = startSafetyTimer(l, left)
 	} else {
-		l.timer.Reset(left)
+		l.timer.timer.Reset(left)
 	}
 }
 
@@ -226,11 +224,11 @@ func (l *Lease) extend(sent time.Time, ttl time.Duration) bool {
 func (l *Lease) expire() {
 	l.state.Lock()
 	defer l.state.Unlock()
-	if l.deadline.IsZero() {
-		return
+	if l.deadline.IsZero() || l.timer == nil {
+		return // no expiry, or released: the timer was stopped as it fired
 	}
 	if left := time.Until(l.deadline); left > 0 {
-		l.timer.Reset(left)
+		l.timer.timer.Reset(left)
 		return
 	}
 	l.lostNow(l.expiredError())
@@ -402,9 +400,7 @@ func (l *Lease) releaseStore(ctx context.Context, deadline time.Time, lost error
 		if err == nil {
 			l.state.Lock()
 			l.released = true
-			if l.timer != nil {
-				l.timer.Stop()
-			}
+			l.stopSafetyTimer()
 			l.state.Unlock()
 			switch {
 			case lost != nil:

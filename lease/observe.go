@@ -26,13 +26,14 @@ func (m *Manager) observedAcquire(ctx context.Context, name string, o options) (
 	m.obs.Observe(observe.Event{Mechanism: observe.Lease, Kind: observe.WaitStarted, Name: name})
 	start := time.Now()
 	l, err := m.acquire(ctx, name, o)
-	e := observe.Event{Mechanism: observe.Lease, Kind: observe.WaitEnded, Name: name, Duration: time.Since(start), Err: err, Outcome: observe.Acquired}
+	end := time.Now() // the wait's end and the hold's start: one clock read
+	e := observe.Event{Mechanism: observe.Lease, Kind: observe.WaitEnded, Name: name, Duration: end.Sub(start), Err: err, Outcome: observe.Acquired}
 	if err != nil {
 		e.Outcome = acquireOutcome(err, o.wait)
 	}
 	m.obs.Observe(e)
 	if err == nil {
-		l.heldAt = time.Now()
+		l.heldAt = end
 		m.obs.Observe(observe.Event{Mechanism: observe.Lease, Kind: observe.Held, Name: name, Fence: l.fence})
 	}
 	return l, err
