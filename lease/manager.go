@@ -449,27 +449,43 @@ const maxWatch = 5 * time.Second
 //
 // It runs on its own goroutine and context, detached from the caller's
 // (which may be the very reason the acquire failed): each attempt bounded
-// by CallTimeout, retried with backoff until the store answers either way
-// or until limit, after which the lease has expired anyway. The caller
+// by CallTimeout, retried with backoff until the store frees the name or
+// until limit, after which the lease has expired anyway. A "not held"
+// answer is not the end: the acquire may not have reached the store yet
+// (a statement the server reads late, behind a descheduled backend, runs
+// after a release sent on another connection), so the release is sent
+// again abandonRechecks times, 20 ms to 640 ms apart (1.26 s in all),
+// and an acquire landing later than that is left to its TTL. The caller
 // waits for it until wait at most (zero: not at all).
 func (m *Manager) abandon(name, owner string, limit, wait time.Time) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		notHeld := 0
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-			_, err, _ := run(m, ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
+			ok, err, _ := run(m, ctx, time.Now().Add(m.callTimeout), func(ctx context.Context) (bool, error) {
 				return m.store.Release(ctx, name, owner)
 			}, nil)
 			cancel()
-			if err == nil {
-				return
+			var d time.Duration
+			switch {
+			case err == nil && ok:
+				return // freed
+			case err == nil:
+				if notHeld == abandonRechecks {
+					return
+				}
+				d = time.Duration(20<<notHeld) * time.Millisecond
+				notHeld++
+			default:
+				d = time.Duration(10<<min(attempt, 7)) * time.Millisecond // 10 ms to 1.28 s
+				d = d/2 + rand.N(d/2)
 			}
-			d := time.Duration(10<<min(attempt, 7)) * time.Millisecond // 10 ms to 1.28 s
 			if time.Now().Add(d).After(limit) {
 				return
 			}
-			time.Sleep(d/2 + rand.N(d/2))
+			time.Sleep(d)
 		}
 	}()
 	if wait.IsZero() {
@@ -482,6 +498,10 @@ func (m *Manager) abandon(name, owner string, limit, wait time.Time) {
 	case <-t.C:
 	}
 }
+
+// abandonRechecks is how many more times abandon releases a name the
+// store said was not held (see abandon).
+const abandonRechecks = 6
 
 // abandonWait is the longest an Acquire that failed waits for its
 // abandon before it returns; abandon goes on in the background.
