@@ -1,9 +1,7 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,17 +16,7 @@ import (
 // first granted two days ago and still live (refreshed), and one without
 // expiry (reported as lease-no-expiry instead).
 func TestDoctorLeaseBacklog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "leases.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// As the application's DSN would have it: doctor opens the file read-only
-	// and reports a journal mode other than WAL.
-	if _, err := db.Exec("PRAGMA journal_mode=WAL"); err != nil {
-		t.Fatal(err)
-	}
+	db, path := walFile(t, "leases.db")
 	ddl, err := sqlstore.CreateTableSQL("sqlite")
 	if err != nil {
 		t.Fatal(err)
