@@ -57,7 +57,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.dsn, "dsn", "", "database to check (as for lockcheck; required)")
 	fs.StringVar(&o.redis, "redis", "", "Redis address host:port to check as well")
-	fs.StringVar(&o.leaseTable, "lease-table", sqlstore.DefaultTable, "lease table whose rows without expiry are checked")
+	fs.StringVar(&o.leaseTable, "lease-table", sqlstore.DefaultTable, "lease table whose rows without expiry, and backlog of rows to purge, are checked")
 	fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
 	fs.DurationVar(&o.maxSkew, "max-skew", defaultMaxSkew, "largest app/database clock difference accepted")
 	fs.DurationVar(&o.timeout, "timeout", defaultLookTimeout, "give up after this long (opening the database: at most "+openTimeout.String()+")")
@@ -67,8 +67,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stdout, "\nChecks a database (and Redis) for set-ups that break lockplugin's guarantees:")
 			fmt.Fprintln(stdout, "a pooler in transaction mode, a read replica, isolation defaults, SQLite without")
 			fmt.Fprintln(stdout, "WAL or busy_timeout, Redis without persistence or with a lagging replica, clock")
-			fmt.Fprintln(stdout, "skew, old leases without expiry. Exit 0: nothing found; 1: findings; 2: bad flags")
-			fmt.Fprintln(stdout, "or unreachable. It only reads: a SQLite file is opened read-only and must exist.")
+			fmt.Fprintln(stdout, "skew, old leases without expiry, lease and holds tables never purged. Exit 0:")
+			fmt.Fprintln(stdout, "nothing found; 1: findings; 2: bad flags or unreachable. It only reads: a SQLite")
+			fmt.Fprintln(stdout, "file is opened read-only and must exist.")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return exitOK
@@ -164,6 +165,9 @@ func doctor(ctx context.Context, d database, o doctorOptions) ([]finding, error)
 	if f, err := staleLeases(ctx, sqlDB, d.kind, o.leaseTable); err != nil {
 		return nil, err
 	} else if f != nil {
+		fs = append(fs, *f)
+	}
+	if f := leaseBacklogFinding(ctx, sqlDB, d.kind, o.leaseTable); f != nil { // doctor_lease_backlog.go
 		fs = append(fs, *f)
 	}
 	if f, _ := expiredHolds(ctx, sqlDB, d.kind); f != nil { // doctor_holds.go

@@ -1,26 +1,12 @@
 package main
 
-import (
-	"database/sql"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // TestDoctorClaimIndex: a queue table (claimed_at and state) without an
 // index leading with state is a claim-index finding; with the index it
 // is none.
 func TestDoctorClaimIndex(t *testing.T) {
-	good := filepath.Join(t.TempDir(), "queue.db")
-	db, err := sql.Open("sqlite", good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// As the application's DSN would have it: doctor opens the file read-only
-	// and reports a journal mode other than WAL.
-	if _, err := db.Exec("PRAGMA journal_mode=WAL"); err != nil {
-		t.Fatal(err)
-	}
+	db, good := walFile(t, "queue.db")
 	if _, err := db.Exec("CREATE TABLE i23_doctor_jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, claimed_at DATETIME)"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -11,17 +9,7 @@ import (
 // A holds table with more than holdsBacklog holds that expired unreleased
 // two days ago is reported; holds that ended recently are not.
 func TestDoctorHoldsBacklog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "holds.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// As the application's DSN would have it: doctor opens the file read-only
-	// and reports a journal mode other than WAL.
-	if _, err := db.Exec("PRAGMA journal_mode=WAL"); err != nil {
-		t.Fatal(err)
-	}
+	db, path := walFile(t, "holds.db")
 	old := time.Now().Add(-48 * time.Hour).UnixMilli()
 	recent := time.Now().Add(-time.Hour).UnixMilli()
 	seed := func(n int, at int64) {

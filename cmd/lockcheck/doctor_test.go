@@ -20,6 +20,24 @@ import (
 	"github.com/lockplugin/lockplugin/cmd/lockcheck/internal/testdb"
 )
 
+// walFile creates a SQLite file in WAL mode, as the application's DSN
+// would leave it (doctor opens the file read-only and would report another
+// journal mode), and returns it open, closed at the test's end, with its
+// path.
+func walFile(t *testing.T, name string) (*sql.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("PRAGMA journal_mode=WAL"); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
+}
+
 // doctorOn runs `lockcheck doctor -json args...` and returns its exit
 // status and the IDs of its findings.
 func doctorOn(t *testing.T, args ...string) (int, []string) {
