@@ -161,6 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	h.Date = time.Now()
+	h.Machine.LoadEnd = loadAverage()
 
 	parsed, err := Parse(bytes.NewReader(output))
 	if err != nil {
@@ -227,7 +228,22 @@ func machine(goCmd string) Machine {
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		m.CPU = cpuModel(string(b))
 	}
+	m.LoadStart = loadAverage()
 	return m
+}
+
+// loadAverage returns /proc/loadavg's first three fields (the 1, 5 and 15
+// minute load averages), "" where there is none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // cpuModel reads the first "model name" of /proc/cpuinfo.

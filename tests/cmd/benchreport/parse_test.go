@@ -138,7 +138,7 @@ func TestRender(t *testing.T) {
 	}
 	h := Header{
 		Date:      time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
-		Machine:   Machine{GoVersion: "go1.26.8", GOOS: "linux", GOARCH: "amd64", CPU: "AMD EPYC 7B13", NumCPU: 2},
+		Machine:   Machine{GoVersion: "go1.26.8", GOOS: "linux", GOARCH: "amd64", CPU: "AMD EPYC 7B13", NumCPU: 2, LoadStart: "2.10 1.50 0.90", LoadEnd: "3.00 2.20 1.10"},
 		Reproduce: "make bench",
 		Command:   "go test -run '^$' -bench . -benchmem -benchtime 1s -p 1 -timeout 60m ./...",
 	}
@@ -153,6 +153,7 @@ func TestRender(t *testing.T) {
 		"| Go | go1.26.8 linux/amd64 |",
 		"| CPU | AMD EPYC 7B13 |",
 		"| logical CPUs | 2 |",
+		"| load average (1, 5, 15 min) | 2.10 1.50 0.90 at the start, 3.00 2.20 1.10 at the end |",
 		"## tests/advisory\n",
 		"| BenchmarkWith | postgres | 241 µs/op, 2 stmts/op, 1840 B/op, 38 allocs/op | raw-sql | 201 µs/op, 2 stmts/op, 1500 B/op, 30 allocs/op | 1.20× |",
 		"| BenchmarkAcquireRelease | redis | 55 µs/op, 18000 acq/s, 900 B/op, 20 allocs/op | redislock | 44 µs/op, 22000 acq/s, 800 B/op, 18 allocs/op | 1.25× |",

@@ -18,6 +18,9 @@ type Machine struct {
 	GOARCH    string
 	CPU       string
 	NumCPU    int
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute load
+	// averages when the run started and ended ("" where unknown).
+	LoadStart, LoadEnd string
 }
 
 // Header is what the report says about the run besides the figures.
@@ -58,7 +61,11 @@ func Render(w io.Writer, h Header, run *Run) error {
 	b.WriteString("the baseline's in the same round, the median over the rounds (below 1: faster than the\n")
 	b.WriteString("baseline), with the lowest and highest round beside it; every other figure is the median of\n")
 	b.WriteString("the rounds. The databases share the machine's cores: a ratio whose range spans 1 is a tie,\n")
-	b.WriteString("and absolute times depend on the load; ratios, round trips and allocations do not.\n\n")
+	b.WriteString("and absolute times depend on the load; ratios, round trips and allocations do not. One\n")
+	b.WriteString("exception: on a virtual machine whose cores sit idle, each round trip to a server on the same\n")
+	b.WriteString("machine waits for a halted core to wake (Redis PING: 63-70 µs idle, 21-26 µs with one core\n")
+	b.WriteString("kept busy, on the machine of the 2026-12-06 runs), which weighs server-side work between round\n")
+	b.WriteString("trips more than a loaded machine or a network does: the load average below says which it was.\n\n")
 	fmt.Fprintf(&b, "Reproduce: `%s`\n\n", h.Reproduce)
 	b.WriteString("| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| date | %s |\n", h.Date.UTC().Format("2006-01-02 15:04 UTC"))
@@ -72,6 +79,9 @@ func Render(w io.Writer, h Header, run *Run) error {
 	fmt.Fprintf(&b, "| Go | %s %s/%s |\n", h.Machine.GoVersion, h.Machine.GOOS, h.Machine.GOARCH)
 	fmt.Fprintf(&b, "| CPU | %s |\n", cell(h.Machine.CPU))
 	fmt.Fprintf(&b, "| logical CPUs | %d |\n", h.Machine.NumCPU)
+	if h.Machine.LoadStart != "" || h.Machine.LoadEnd != "" {
+		fmt.Fprintf(&b, "| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", cell(h.Machine.LoadStart), cell(h.Machine.LoadEnd))
+	}
 	b.WriteString("\n")
 
 	pairs, others := PairUp(run.Results)
