@@ -38,7 +38,7 @@ import "github.com/lockplugin/lockplugin/dialects"
 // phrasing. {t} is the quoted table, {now} the database clock in epoch ms
 // (NowMillis), {exp} the new expiry for TTL {ttl} ms (0 stays 0:
 // LeaseExpires), {limit} the number of rows one purge deletes at most (a
-// literal), and {name}, {owner}, {ttl}, {age} (ms) and {fence} (an OUT
+// literal), {names} a purge's list of names (LeasePurgePicker), and {name}, {owner}, {ttl}, {age} (ms) and {fence} (an OUT
 // parameter) are bind parameters (BindVar; BigintBindVar for {ttl} and
 // {age}; one number per value where ReusesBindVars, else one per
 // occurrence).
@@ -87,13 +87,31 @@ type LeaseTable interface {
 	// LeasePurgeable for the age {age} (ms), the condition checked again
 	// by the database on each row under its row lock, so that a row an
 	// acquire took meanwhile (fence now * 1000, not below the cutoff) is
-	// kept. Where Tx is non-nil it is sent inside Tx's Begin.
+	// kept. Where Tx is non-nil it is sent inside Tx's Begin. Where the
+	// LeaseTable is a LeasePurgePicker, it deletes the rows its PurgePick
+	// returned instead: {names} stands for them.
 	Purge() string
 
 	// Tx is non-nil where every operation must be one transaction that
 	// reads the row under a lock, decides, writes and reads the fence back
 	// (LeaseTx); then Acquire, AcquireReply and UpdateReply are not used.
 	Tx() *LeaseTx
+}
+
+// LeasePurgePicker is a LeaseTable whose purge is two statements, on a
+// database (InnoDB) where a DELETE whose condition no index serves locks
+// every row it scans, under REPEATABLE READ until its transaction ends:
+// live leases' rows included. PurgePick is a plain SELECT of the
+// lock_name of at most {limit} rows that are LeasePurgeable for {age}, a
+// read that takes no row lock; Purge then deletes those names by primary
+// key, each row LeasePurgeable again under its row lock, and locks no
+// other row. In Purge, {names} is a list of picked names, one bind
+// parameter each, and must come after every other parameter of the
+// template; maxNames is the longest list one Purge statement takes (the
+// store sends a batch's names in as many statements as that needs).
+type LeasePurgePicker interface {
+	LeaseTable
+	PurgePick() (tmpl string, maxNames int)
 }
 
 // LeaseReply is how a lease statement's answer comes back.

@@ -51,7 +51,13 @@ func TestLeaseTableGolden(t *testing.T) {
 		} else {
 			p.Add("release and refresh held if", replies[st.updateReply])
 		}
-		addStmt(p, "purge", st.purge)
+		if st.picks {
+			addStmt(p, "purge pick", st.purgePick)
+			addList(p, "purge of 3 picked names", st.purge, drivers.For(d), 3)
+			p.Add("purge names a statement at most", strconv.Itoa(st.purgeNames))
+		} else {
+			addStmt(p, "purge", st.purge)
+		}
 		if st.tx != nil {
 			p.Add("purge sent", "inside transaction begin")
 		}
@@ -109,4 +115,11 @@ func addStmt(p *goldenfile.Page, name string, st stmt) {
 		args[i] = [...]string{argName: "name", argOwner: "owner", argTTL: "ttl", argFence: "fence (out)", argAge: "age"}[a]
 	}
 	p.Add(name+" binds", strings.Join(args, ", "))
+}
+
+// addList records a statement with a list of n names: its own bind
+// parameters, then one per name.
+func addList(p *goldenfile.Page, name string, st stmt, ph sqldriver.Phrasing, n int) {
+	addStmt(p, name, stmt{SQL: st.withList(ph, n), args: st.args})
+	p.Add(name+" then binds", strconv.Itoa(n)+" names")
 }

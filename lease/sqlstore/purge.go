@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// PurgeBatch is how many rows one DELETE of Purge (and of the automatic
+// PurgeBatch is how many rows one batch of Purge (and of the automatic
 // retention) removes at most: small enough that each statement holds its
 // row locks (and, on SQLite, the database's writer lock) for milliseconds,
-// so that Acquire, Refresh and Release keep running between batches.
+// so that Acquire, Refresh and Release keep running between batches. On
+// MySQL and MariaDB a batch is a read of up to PurgeBatch names that
+// takes no row lock, then the DELETE of those names (500 a statement).
 const PurgeBatch = 1000
 
 // PurgeMinAge is the youngest a row may be, since its name was last
@@ -59,10 +61,16 @@ const (
 // wrong clock corrected, a failover to a server whose clock is behind; on
 // TiDB, servers whose clocks disagree), a name removed just before can be
 // granted a fence below one it had. A longer retention covers a larger
-// step and keeps more rows; a shorter one keeps fewer. Each batch is a
-// DELETE that scans the table for removable rows (there is no index on
-// the expiry), so it reads every row when few are removable: once a minute
-// per Store.
+// step and keeps more rows; a shorter one keeps fewer. Each batch scans
+// the table for removable rows (there is no index on the expiry), so it
+// reads every row when few are removable: once a minute per Store. On
+// MySQL and MariaDB the scan is a plain SELECT of the names, which locks
+// no row, and a DELETE of those names by primary key follows: a DELETE
+// that scanned would lock every row it read, live leases' included,
+// until it ended (InnoDB), and hold up their Acquire, Refresh and
+// Release. Elsewhere a batch is one DELETE (on PostgreSQL and SQLite
+// picking its rows in a plain subquery; on TiDB, in a pessimistic
+// transaction, it locks only the rows it deletes).
 func Retention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
 // Purge deletes the rows of names whose lease is over (released or
@@ -77,7 +85,8 @@ func Retention(d time.Duration) Option { return func(c *config) { c.retention = 
 // judged again by the database under its row lock, so a row that an
 // Acquire takes meanwhile stays.
 //
-// It deletes in batches of PurgeBatch rows, one statement each, until a
+// It deletes in batches of PurgeBatch rows (one statement each; on MySQL
+// and MariaDB a read, then DELETEs of what it read), until a
 // batch finds fewer, and stops when ctx ends, returning what it deleted so
 // far with the context's error. A negative olderThan is refused before
 // anything is sent. The store runs one batch by itself now and then (see
@@ -101,12 +110,12 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, erro
 	defer cancel()
 	var total int64
 	for {
-		n, err := s.purgeBatch(ctx, olderThan)
+		n, more, err := s.purgeBatch(ctx, olderThan)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("sqlstore: purging rows over before %v ago from %s on %s (%d deleted): %w", olderThan, s.table, s.d, total, err)
 		}
-		if n < PurgeBatch {
+		if !more {
 			return total, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -115,10 +124,16 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int64, erro
 	}
 }
 
-// purgeBatch runs one purge statement (in a transaction where every
-// operation is one: TiDB) and returns how many rows it deleted.
-func (s *Store) purgeBatch(ctx context.Context, olderThan time.Duration) (int64, error) {
+// purgeBatch runs one batch of the purge and returns how many rows it
+// deleted and whether it found a full batch (more may be left): one
+// statement (in a transaction where every operation is one: TiDB), or,
+// where the table picks the batch first (MySQL, MariaDB), a read of up to
+// PurgeBatch names and the DELETE of those names.
+func (s *Store) purgeBatch(ctx context.Context, olderThan time.Duration) (int64, bool, error) {
 	v := values{age: max(olderThan, PurgeMinAge).Milliseconds()}
+	if s.stmts.picks {
+		return s.pickAndPurge(ctx, v)
+	}
 	st := s.stmts.purge
 	var n int64
 	err := s.retry(ctx, func() error {
@@ -142,7 +157,68 @@ func (s *Store) purgeBatch(ctx context.Context, olderThan time.Duration) (int64,
 		n, err = res.RowsAffected()
 		return err
 	})
-	return n, err
+	return n, n >= PurgeBatch, err
+}
+
+// pickAndPurge is a batch in two statements (sqldriver.LeasePurgePicker):
+// the pick, a plain SELECT that locks no row, then the DELETE of the
+// picked names by primary key (at most purgeNames a statement), which
+// locks those rows alone and deletes each only if it is still purgeable
+// under its lock. A single DELETE whose condition no index serves would
+// lock every row it scans, live leases' included, for as long as it scans
+// (InnoDB). The batch is full when the pick found PurgeBatch names,
+// however many of them the DELETE kept.
+func (s *Store) pickAndPurge(ctx context.Context, v values) (int64, bool, error) {
+	names, err := s.pickPurgeable(ctx, v)
+	if err != nil || len(names) == 0 {
+		return 0, false, err
+	}
+	st := s.stmts.purge
+	var total int64
+	for rest := names; len(rest) > 0; {
+		chunk := rest[:min(len(rest), s.stmts.purgeNames)]
+		rest = rest[len(chunk):]
+		query := st.withList(s.dr, len(chunk))
+		args := append(st.bind(v), chunk...)
+		var n int64
+		err := s.retry(ctx, func() error {
+			n = 0
+			res, err := s.exec(ctx, query, args)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, false, err
+		}
+	}
+	return total, len(names) >= PurgeBatch, nil
+}
+
+// pickPurgeable runs the pick and returns the names it found, as bind
+// arguments.
+func (s *Store) pickPurgeable(ctx context.Context, v values) (names []any, err error) {
+	st := s.stmts.purgePick
+	begin := time.Now()
+	args := st.bind(v)
+	defer func() { s.trace(ctx, begin, st.SQL, args, int64(len(names)), err) }()
+	rows, err := s.pool.QueryContext(ctx, st.SQL, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	names = make([]any, 0, PurgeBatch)
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, rows.Err()
 }
 
 // autoPurge starts one batch of the automatic retention in the background
@@ -169,6 +245,6 @@ func (s *Store) autoPurge() {
 		}
 		defer cancelJoin()
 		// An error is the logger's (trace); the next interval tries again.
-		_, _ = s.purgeBatch(ctx, s.retention)
+		_, _, _ = s.purgeBatch(ctx, s.retention)
 	}()
 }

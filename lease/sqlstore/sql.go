@@ -27,9 +27,30 @@ const (
 )
 
 // stmt is one rendered statement and what its parameters carry, in order.
+// A statement with a list of names ({names}: a purge's picked rows) is
+// SQL, one bind parameter per name, then tail (list).
 type stmt struct {
 	SQL  string
 	args []arg
+	list bool
+	tail string
+}
+
+// withList is the text of a statement with a list for n names: their
+// parameters are numbered after the statement's own, which the template
+// puts before the list (sqldriver.LeasePurgePicker).
+func (s stmt) withList(p sqldriver.Phrasing, n int) string {
+	var b strings.Builder
+	b.Grow(len(s.SQL) + len(s.tail) + 4*n)
+	b.WriteString(s.SQL)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.BindVar(len(s.args) + i + 1))
+	}
+	b.WriteString(s.tail)
+	return b.String()
 }
 
 // values are the parameters of one call.
@@ -78,8 +99,12 @@ func (s stmt) bind(v values) []any {
 type statements struct {
 	acquire, release, refresh stmt
 	// purge deletes up to PurgeBatch purgeable rows (in a transaction
-	// where tx is set).
-	purge                     stmt
+	// where tx is set); where purgePick is set (picks), the rows that
+	// purgePick, a read without row locks, returned (purge.list), at
+	// most purgeNames a statement.
+	purge, purgePick          stmt
+	picks                     bool
+	purgeNames                int
 	acquireReply, updateReply sqldriver.LeaseReply
 	// guard is Guard's statement, guardWrite whether it is a write;
 	// noGuard says Guard is not supported.
@@ -107,6 +132,13 @@ func render(d dialects.Dialect, table string) (statements, error) {
 		updateReply:  lt.UpdateReply(),
 		retries:      lt.RetriesConflicts(),
 	}
+	if pp, ok := lt.(sqldriver.LeasePurgePicker); ok {
+		pick, most := pp.PurgePick()
+		st.purgePick, st.picks, st.purgeNames = renderOne(dr, table, pick), true, most
+		if !st.purge.list || most < 1 {
+			panic("sqlstore: a purge after a pick without {names}")
+		}
+	}
 	if g, write := lt.Guard(); g != "" {
 		st.guard, st.guardWrite = renderOne(dr, table, g), write
 	} else {
@@ -131,6 +163,7 @@ func renderOne(p sqldriver.Phrasing, table, tmpl string) stmt {
 	var b strings.Builder
 	var st stmt
 	numbered := map[arg]int{}
+	listAt := -1
 	for {
 		i := strings.IndexByte(tmpl, '{')
 		if i < 0 {
@@ -162,8 +195,18 @@ func renderOne(p sqldriver.Phrasing, table, tmpl string) stmt {
 			a = argFence
 		case "age":
 			a = argAge
+		case "names":
+			if listAt >= 0 {
+				panic("sqlstore: two lists in a template")
+			}
+			listAt = b.Len()
+			continue
 		default:
 			panic("sqlstore: unknown template token " + tok)
+		}
+		if listAt >= 0 {
+			// The list's parameters are numbered after the statement's own.
+			panic("sqlstore: a bind parameter after {names}")
 		}
 		n, ok := numbered[a]
 		if !ok || !p.ReusesBindVars() {
@@ -178,6 +221,9 @@ func renderOne(p sqldriver.Phrasing, table, tmpl string) stmt {
 		}
 	}
 	st.SQL = b.String()
+	if listAt >= 0 {
+		st.SQL, st.tail, st.list = st.SQL[:listAt], st.SQL[listAt:], true
+	}
 	return st
 }
 
