@@ -30,9 +30,10 @@ import (
 // listenEnv is the shared PostgreSQL on a pool of the test's own whose
 // statements are counted at the driver (every query and exec of every
 // connection, the LISTEN connection's included), and a lease table of
-// the test's own: its LISTEN channel is the table's name, so that no
-// other run's notifications reach it and pg_stat_activity shows which
-// backend is this test's listener. The table is dropped at the end.
+// the test's own: its LISTEN channels are derived from the table's name,
+// so that no other run's notifications reach it, and its connections'
+// application_name is the table's name, so that pg_stat_activity shows
+// which backend is this test's listener. The table is dropped at the end.
 type listenEnv struct {
 	db    *gorm.DB
 	sql   *sql.DB
@@ -47,6 +48,7 @@ func newListenEnv(t *testing.T) *listenEnv {
 	cfg, err := pgx.ParseConfig(tg.DSN)
 	noErr(t, err, "parsing the PostgreSQL DSN")
 	e := &listenEnv{admin: tg.SQL, n: new(atomic.Int64), table: "lease_listen_" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	cfg.RuntimeParams["application_name"] = e.table
 	e.sql = sql.OpenDB(driverhook.Wrap(stdlib.GetConnector(*cfg), driverhook.Hooks{
 		AfterStatement: func(_ context.Context, _ string, err error) error {
 			e.n.Add(1)
@@ -75,11 +77,11 @@ func (e *listenEnv) store(t *testing.T, listen bool) *sqlstore.Store {
 	return s
 }
 
-// listeners returns the backends LISTENing on the env's channel (its
-// own connections only: the channel is its table's unique name).
+// listeners returns the backends of the env's pool that LISTEN (the last
+// statement they ran is a LISTEN or UNLISTEN).
 func (e *listenEnv) listeners(t *testing.T) []int64 {
 	t.Helper()
-	rows, err := e.admin.Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, `LISTEN "`+e.table+`"`)
+	rows, err := e.admin.Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND query ~ '^(UN)?LISTEN '`, e.table)
 	noErr(t, err, "reading pg_stat_activity")
 	defer rows.Close()
 	var pids []int64
@@ -174,8 +176,10 @@ func TestI25TableListenStatements(t *testing.T) {
 		noErr(t, err)
 		defer func() { _ = h.Release(ctx) }()
 		// The previous phase's last calls, which the Manager stopped
-		// waiting for at the end of each wait, finish first.
-		time.Sleep(time.Second)
+		// waiting for at the end of each wait, finish first, and so do
+		// the releases that follow an abandoned acquire (6, the last
+		// about 1.3 s after it).
+		time.Sleep(2 * time.Second)
 		before := e.n.Load()
 		var wg sync.WaitGroup
 		var missed atomic.Int64

@@ -35,8 +35,10 @@ func Listen() sqlstore.Option { return sqlstore.Listen(Receive) }
 // notification on driverConn, a *stdlib.Conn, or a driver.Conn wrapping
 // one that has an Unwrap() driver.Conn method (statement-counting or
 // tracing wrappers), and returns its channel and payload. It returns an
-// error when ctx ends, when the connection fails, and at once when
-// driverConn is not pgx's.
+// error when ctx ends (pgx ends the read with a deadline and keeps the
+// connection, as sqlstore.Receive requires, unless the pgx config's
+// BuildContextWatcherHandler closes it), when the connection fails, and
+// at once when driverConn is not pgx's.
 func Receive(ctx context.Context, driverConn any) (channel, payload string, err error) {
 	c, err := pgxConn(driverConn)
 	if err != nil {
