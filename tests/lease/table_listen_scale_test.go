@@ -176,21 +176,13 @@ func TestI25TableListenScale(t *testing.T) {
 		}
 		return s
 	}
-	listenerTicks := func() (int64, bool) {
+	// ticks sums the CPU of the processes' backends: the LISTENing ones
+	// only, or all of them.
+	ticks := func(listeners bool) (int64, bool) {
 		var sum int64
 		all := true
 		for _, p := range ps {
-			n, ok := backendCPU(t, tg.SQL, p.app, true)
-			sum += n
-			all = all && ok
-		}
-		return sum, all
-	}
-	allTicks := func() (int64, bool) {
-		var sum int64
-		all := true
-		for _, p := range ps {
-			n, ok := backendCPU(t, tg.SQL, p.app, false)
+			n, ok := backendCPU(t, tg.SQL, p.app, listeners)
 			sum += n
 			all = all && ok
 		}
@@ -206,8 +198,8 @@ func TestI25TableListenScale(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	before, cpu0 := take(), processCPU()
-	lt0, lok0 := listenerTicks()
-	at0, aok0 := allTicks()
+	lt0, lok0 := ticks(true)
+	at0, aok0 := ticks(false)
 	start := time.Now()
 	for pi, p := range ps {
 		m := lease.NewManager(countingWaiter{p.store, &p.woke})
@@ -276,8 +268,8 @@ func TestI25TableListenScale(t *testing.T) {
 	var backends int
 	noErr(t, tg.SQL.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE $1`, "i25scale_"+uniq+"_%").Scan(&backends))
 	time.Sleep(run - run/2)
-	lt1, lok1 := listenerTicks()
-	at1, aok1 := allTicks()
+	lt1, lok1 := ticks(true)
+	at1, aok1 := ticks(false)
 	close(stop)
 	took := time.Since(start)
 	cpu := processCPU() - cpu0
