@@ -179,18 +179,3 @@ func LeaseGuardLock(p Phrasing) string {
 	}
 	return p.LockSQL(dialects.ForShare)
 }
-
-// LeaseNotifier is a LeaseTable that can announce a release to waiters
-// (PostgreSQL's LISTEN/NOTIFY), for lease/sqlstore's Listen. channel is
-// a notification channel name lease/sqlstore derived from the table's
-// name: letters, digits, '_' and '.', at most 63 bytes, spliced into the
-// statements as a literal.
-type LeaseNotifier interface {
-	// NotifyingRelease is the release template that also announces the
-	// release on channel, with the row's lock_name as the payload, in
-	// the same statement (the notification is sent at its commit, and
-	// only when it matched). Its count of matched rows is Release's.
-	NotifyingRelease(channel string) string
-	// Listen subscribes the connection it runs on to channel.
-	Listen(channel string) string
-}

@@ -84,10 +84,10 @@ func TestLeaseTableGolden(t *testing.T) {
 		dr := drivers.For(d)
 		addStmt(p, "holder", renderOne(dr, table, holderTmpl))
 		addStmt(p, "force release", renderOne(dr, table, forceReleaseTmpl))
-		if ln, ok := dr.LeaseTable().(sqldriver.LeaseNameNotifier); ok && st.tx == nil {
+		if ln, ok := dr.LeaseTable().(sqldriver.LeaseNotifier); ok && st.tx == nil {
 			ch := channelName(DefaultTable)
 			n := &notifier{salt: ch + ":"}
-			addStmt(p, "release with Listen", renderOne(dr, table, ln.NameNotifyingRelease(ch, nameChannelPrefix, n.salt)))
+			addStmt(p, "release with Listen", renderOne(dr, table, ln.NotifyingRelease(ch, nameChannelPrefix, n.salt)))
 			p.Add("listen (name job-1)", ln.Listen(n.nameChannel("job-1")))
 			p.Add("unlisten (name job-1)", ln.Unlisten(n.nameChannel("job-1")))
 			addStmt(p, "remaining (WaitFree, WatchRelease)", renderOne(dr, table, remainingTmpl))

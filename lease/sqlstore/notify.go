@@ -176,7 +176,7 @@ func channelName(table string) string {
 
 // nameChannel is the channel a release of key is announced on: "lp_" and
 // 24 hex digits of the SHA-256 of the table's channel, ":" and key, as the
-// release statement computes it (sqldriver.LeaseNameNotifier). Two names
+// release statement computes it (sqldriver.LeaseNotifier). Two names
 // that share a channel (a 96-bit collision) only wake each other's
 // connection: the payload is the name.
 func (n *notifier) nameChannel(key string) string {
@@ -195,13 +195,13 @@ func (s *Store) listen(receive Receive) error {
 	if receive == nil {
 		return nil
 	}
-	ln, ok := s.dr.LeaseTable().(sqldriver.LeaseNameNotifier)
+	ln, ok := s.dr.LeaseTable().(sqldriver.LeaseNotifier)
 	if !ok || s.stmts.tx != nil || s.d.Engine != dialects.NoEngine {
 		return fmt.Errorf("sqlstore: Listen needs PostgreSQL's LISTEN/NOTIFY, which %s does not have; leave Listen out there (waits then poll): %w", s.d, dialects.ErrUnsupported)
 	}
 	ch := channelName(s.table)
 	salt := ch + ":"
-	s.stmts.release = renderOne(s.dr, s.quoted, ln.NameNotifyingRelease(ch, nameChannelPrefix, salt))
+	s.stmts.release = renderOne(s.dr, s.quoted, ln.NotifyingRelease(ch, nameChannelPrefix, salt))
 	s.notify = &notifier{
 		s: s, receive: receive, salt: salt, listenSQL: ln.Listen, unlistenSQL: ln.Unlisten,
 		remaining: renderOne(s.dr, s.quoted, remainingTmpl),

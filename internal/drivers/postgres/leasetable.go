@@ -63,16 +63,6 @@ func (leaseTable) RetriesConflicts() bool                     { return true }
 func (leaseTable) VersionCheck() (string, func(string) error) { return "", nil }
 func (leaseTable) Tx() *sqldriver.LeaseTx                     { return nil }
 
-var _ sqldriver.LeaseNotifier = leaseTable{}
-
-// NotifyingRelease is the release with a pg_notify of the released row's
-// name, in one statement: the CTE's UPDATE matches as Release does, and
-// the SELECT notifies once per matched row; its command tag ("SELECT n")
-// counts them.
-func (leaseTable) NotifyingRelease(channel string) string {
-	return `WITH r AS (` + sqldriver.LeaseRelease + ` RETURNING lock_name) SELECT pg_notify('` + channel + `', lock_name) FROM r`
-}
-
 // Listen is LISTEN on the channel, quoted: its case is kept, as
 // pg_notify's text argument keeps it.
 func (leaseTable) Listen(channel string) string { return `LISTEN "` + channel + `"` }
