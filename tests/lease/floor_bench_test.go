@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/redisstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore"
+	"github.com/lockplugin/lockplugin/tests/internal/testdb"
 )
 
 // BenchmarkRedisFloor: Manager + redisstore, the Redis store called
@@ -58,17 +61,65 @@ func BenchmarkRedisFloor(b *testing.B) {
 			}
 		},
 	}
+	interleaved(b, ops, []string{"manager", "store", "redislock"})
+}
+
+// BenchmarkRefusalFloor: the table store's refused acquire of a held
+// name and the one-statement upsert's (upsertAcquire, the store's acquire
+// before refusals became reads), one worker each, interleaved as
+// BenchmarkRedisFloor is: the bound of issue 27 (MariaDB: <= 1.2x) is on
+// lockplugin/upsert. BenchmarkRefusal measures the two one after the
+// other, and with 16 workers.
+func BenchmarkRefusalFloor(b *testing.B) {
+	for _, kind := range []string{testdb.MySQL, testdb.Postgres} {
+		b.Run(kind, func(b *testing.B) {
+			db, pool := countedDB(b, kind)
+			tableStore(b, db) // skips where refused
+			s, err := sqlstore.New(db, sqlstore.Table(table), sqlstore.Retention(-1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			upsert := upsertStoreOn(b, db, pool)
+			ctx := context.Background()
+			name := benchName(b)
+			holder := fmt.Sprintf("bench-holder-%d", time.Now().UnixNano())
+			if _, ok, err := s.Acquire(ctx, name, holder, time.Hour); err != nil || !ok {
+				b.Fatalf("the holder's acquire: %v, %v", ok, err)
+			}
+			b.Cleanup(func() { _, _ = s.Release(context.Background(), name, holder) })
+			refuse := func(st lease.Store, owner string) func() {
+				return func() {
+					if _, ok, err := st.Acquire(ctx, name, owner, 10*time.Second); ok || err != nil {
+						b.Fatalf("a held name: granted %v, %v", ok, err)
+					}
+				}
+			}
+			interleaved(b, []func(){refuse(s, "bench-owner-lockplugin"), refuse(upsert, "bench-owner-upsert")},
+				[]string{"lockplugin", "upsert"})
+		})
+	}
+}
+
+// interleaved runs b.N calls of each of ops (the last one the baseline),
+// in blocks of 50 taking turns within one process, the order reversed
+// every other round, so that a loaded machine's swings hit them all
+// alike. It reports, for each op but the baseline, the median over the
+// rounds of its time divided by the baseline's in the same round
+// ("<name>/<baseline>"), and for each op its median time and its
+// allocations per call. Use -benchtime 2000x or more for 40 rounds.
+func interleaved(b *testing.B, ops []func(), names []string) {
 	const block = 50
-	var ratios [2][]float64
-	var per [3][]float64
+	last := len(ops) - 1
+	ratios := make([][]float64, last)
+	per := make([][]float64, len(ops))
 	b.ResetTimer()
 	for round, done := 0, 0; done < b.N; round++ {
 		n := min(block, b.N-done)
-		var d [3]time.Duration
+		d := make([]time.Duration, len(ops))
 		for j := range ops {
 			i := j
 			if round%2 == 1 {
-				i = len(ops) - 1 - j
+				i = last - j
 			}
 			t0 := time.Now()
 			for range n {
@@ -80,21 +131,21 @@ func BenchmarkRedisFloor(b *testing.B) {
 		for i := range per {
 			per[i] = append(per[i], float64(d[i].Nanoseconds())/float64(n))
 		}
-		ratios[0] = append(ratios[0], float64(d[0])/float64(d[2]))
-		ratios[1] = append(ratios[1], float64(d[1])/float64(d[2]))
+		for i := range ratios {
+			ratios[i] = append(ratios[i], float64(d[i])/float64(d[last]))
+		}
 	}
 	b.StopTimer()
 	median := func(xs []float64) float64 {
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
-	b.ReportMetric(median(ratios[0]), "manager/redislock")
-	b.ReportMetric(median(ratios[1]), "store/redislock")
-	for i, unit := range []string{"manager-ns/op", "store-ns/op", "redislock-ns/op"} {
-		b.ReportMetric(median(per[i]), unit)
+	for i := range ratios {
+		b.ReportMetric(median(ratios[i]), names[i]+"/"+names[last])
 	}
-	for i, unit := range []string{"manager-allocs/op", "store-allocs/op", "redislock-allocs/op"} {
-		b.ReportMetric(testing.AllocsPerRun(200, ops[i]), unit)
+	for i := range per {
+		b.ReportMetric(median(per[i]), names[i]+"-ns/op")
+		b.ReportMetric(testing.AllocsPerRun(200, ops[i]), names[i]+"-allocs/op")
 	}
-	b.ReportMetric(float64(len(ratios[0])), "rounds")
+	b.ReportMetric(float64(len(per[0])), "rounds")
 }
