@@ -31,8 +31,7 @@ func expiredHolds(ctx context.Context, db *sql.DB, kind string) (*finding, error
 		return nil, nil
 	}
 	cut := fmt.Sprintf("(%s - %d)", now, holdsBacklogAge.Milliseconds())
-	q := fmt.Sprintf("SELECT COUNT(*) FROM (SELECT 1 AS one FROM %s WHERE released_at < %s OR (released_at IS NULL AND expires_at < %s) LIMIT %d) AS ended",
-		holds.DefaultTable, cut, cut, holdsBacklog+1)
+	q := boundedCount(kind, holds.DefaultTable, fmt.Sprintf("released_at < %s OR (released_at IS NULL AND expires_at < %s)", cut, cut), holdsBacklog+1)
 	var n int64
 	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil || n <= holdsBacklog {
 		return nil, nil

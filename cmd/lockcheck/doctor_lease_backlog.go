@@ -33,8 +33,8 @@ const leaseBacklogAge = sqlstore.DefaultRetention
 // leaseBacklogFinding counts, up to leaseBacklog+1, the rows of table that
 // sqlstore's purge may delete at leaseBacklogAge, by the database clock:
 // the store's own condition (sqldriver.LeasePurgeable), so that doctor
-// counts exactly the rows a Purge would remove. The LIMIT in the subquery
-// bounds the count; a table with fewer such rows is read through once.
+// counts exactly the rows a Purge would remove. The count is bounded
+// (boundedCount); a table with fewer such rows is read through once.
 // A missing table (or a database whose SQL the query does not fit) is no
 // finding.
 func leaseBacklogFinding(ctx context.Context, db *sql.DB, kind, table string) *finding {
@@ -44,7 +44,7 @@ func leaseBacklogFinding(ctx context.Context, db *sql.DB, kind, table string) *f
 		return nil
 	}
 	purgeable := strings.NewReplacer("{now}", now, "{age}", strconv.FormatInt(leaseBacklogAge.Milliseconds(), 10)).Replace(sqldriver.LeasePurgeable)
-	q := fmt.Sprintf("SELECT COUNT(*) FROM (SELECT 1 AS one FROM %s WHERE %s LIMIT %d) AS backlog", table, purgeable, leaseBacklog+1)
+	q := boundedCount(kind, table, purgeable, leaseBacklog+1)
 	var n int64
 	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil || n <= leaseBacklog {
 		return nil
