@@ -383,7 +383,11 @@ func staleLeases(ctx context.Context, db *sql.DB, kind, table string) (*finding,
 	}
 	var n int64
 	// The name is validated above; a missing table is no finding.
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE expires_at = 0").Scan(&n)
+	q := "SELECT COUNT(*) FROM " + table + " WHERE expires_at = 0"
+	err := db.QueryRowContext(ctx, q).Scan(&n)
+	if err != nil && !missingTable(err) {
+		return uncheckedFinding("lease-no-expiry", "leases without expiry", table, err, q), nil
+	}
 	if err != nil || n == 0 {
 		return nil, nil
 	}

@@ -24,7 +24,8 @@ const (
 
 // expiredHolds counts, up to holdsBacklog+1, the holds of holds.DefaultTable
 // that ended before holdsBacklogAge ago by the database clock. A missing
-// table is no finding.
+// table is no finding; any other failure is holds-backlog-unchecked
+// (unchecked.go).
 func expiredHolds(ctx context.Context, db *sql.DB, kind string) (*finding, error) {
 	now := drivers.For(dialects.New(kind, "")).NowMillis()
 	if now == "" {
@@ -33,7 +34,11 @@ func expiredHolds(ctx context.Context, db *sql.DB, kind string) (*finding, error
 	cut := fmt.Sprintf("(%s - %d)", now, holdsBacklogAge.Milliseconds())
 	q := boundedCount(kind, holds.DefaultTable, fmt.Sprintf("released_at < %s OR (released_at IS NULL AND expires_at < %s)", cut, cut), holdsBacklog+1)
 	var n int64
-	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil || n <= holdsBacklog {
+	err := db.QueryRowContext(ctx, q).Scan(&n)
+	if err != nil && !missingTable(err) {
+		return uncheckedFinding("holds-backlog", "a backlog of ended holds", holds.DefaultTable, err, q), nil
+	}
+	if err != nil || n <= holdsBacklog {
 		return nil, nil
 	}
 	return &finding{ID: "holds-backlog",

@@ -35,8 +35,8 @@ const leaseBacklogAge = sqlstore.DefaultRetention
 // the store's own condition (sqldriver.LeasePurgeable), so that doctor
 // counts exactly the rows a Purge would remove. The count is bounded
 // (boundedCount); a table with fewer such rows is read through once.
-// A missing table (or a database whose SQL the query does not fit) is no
-// finding.
+// A missing table is no finding; any other failure is
+// lease-backlog-unchecked (unchecked.go).
 func leaseBacklogFinding(ctx context.Context, db *sql.DB, kind, table string) *finding {
 	d := dialects.New(kind, "")
 	now := drivers.For(d).NowMillis()
@@ -46,7 +46,11 @@ func leaseBacklogFinding(ctx context.Context, db *sql.DB, kind, table string) *f
 	purgeable := strings.NewReplacer("{now}", now, "{age}", strconv.FormatInt(leaseBacklogAge.Milliseconds(), 10)).Replace(sqldriver.LeasePurgeable)
 	q := boundedCount(kind, table, purgeable, leaseBacklog+1)
 	var n int64
-	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil || n <= leaseBacklog {
+	err := db.QueryRowContext(ctx, q).Scan(&n)
+	if err != nil && !missingTable(err) {
+		return uncheckedFinding("lease-backlog", "a backlog of leases to purge", table, err, q)
+	}
+	if err != nil || n <= leaseBacklog {
 		return nil
 	}
 	where := d.String()
