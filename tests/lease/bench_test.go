@@ -539,16 +539,23 @@ func BenchmarkRefusal(b *testing.B) {
 	}
 }
 
+// heldName returns a new name held on s for an hour by an owner of its
+// own, released when b ends.
+func heldName(b *testing.B, s lease.Store) string {
+	name := benchName(b)
+	holder := fmt.Sprintf("bench-holder-%d", time.Now().UnixNano())
+	if _, ok, err := s.Acquire(context.Background(), name, holder, time.Hour); err != nil || !ok {
+		b.Fatalf("the holder's acquire: %v, %v", ok, err)
+	}
+	b.Cleanup(func() { _, _ = s.Release(context.Background(), name, holder) })
+	return name
+}
+
 // refusals runs b.N refused acquires of a held name over workers
 // goroutines.
 func refusals(b *testing.B, s lease.Store, pool *countingPool, workers int) {
 	ctx := context.Background()
-	name := benchName(b)
-	holder := fmt.Sprintf("bench-holder-%d", time.Now().UnixNano())
-	if _, ok, err := s.Acquire(ctx, name, holder, time.Hour); err != nil || !ok {
-		b.Fatalf("the holder's acquire: %v, %v", ok, err)
-	}
-	b.Cleanup(func() { _, _ = s.Release(context.Background(), name, holder) })
+	name := heldName(b, s)
 	var left, ns atomic.Int64
 	left.Store(int64(b.N))
 	errc := make(chan error, workers)

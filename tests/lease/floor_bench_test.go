@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -81,12 +80,7 @@ func BenchmarkRefusalFloor(b *testing.B) {
 			}
 			upsert := upsertStoreOn(b, db, pool)
 			ctx := context.Background()
-			name := benchName(b)
-			holder := fmt.Sprintf("bench-holder-%d", time.Now().UnixNano())
-			if _, ok, err := s.Acquire(ctx, name, holder, time.Hour); err != nil || !ok {
-				b.Fatalf("the holder's acquire: %v, %v", ok, err)
-			}
-			b.Cleanup(func() { _, _ = s.Release(context.Background(), name, holder) })
+			name := heldName(b, s)
 			refuse := func(st lease.Store, owner string) func() {
 				return func() {
 					if _, ok, err := st.Acquire(ctx, name, owner, 10*time.Second); ok || err != nil {
