@@ -114,6 +114,20 @@ type LeasePurgePicker interface {
 	PurgePick() (tmpl string, maxNames int)
 }
 
+// LeaseHeldReader is a LeaseTable whose Acquire first reads whether
+// another owner holds the name (HeldByOther: a row while one does) and
+// refuses on a row without sending the acquire, a write. It suits a
+// database where a refused write costs more than a read and a second
+// statement costs no round trip: SQLite, whose refused upsert takes the
+// database's write lock, and compiles many times slower than a read
+// (modernc.org/sqlite prepares every statement anew). The acquire still
+// decides alone: a name freed after the read is granted by it, and one
+// taken after the read is refused by it.
+type LeaseHeldReader interface {
+	LeaseTable
+	HeldByOther() string
+}
+
 // LeaseReply is how a lease statement's answer comes back.
 type LeaseReply int
 
@@ -157,6 +171,9 @@ const (
 	// fence is below ({now} - {age}) * 1000, so it was last granted more
 	// than {age} ms ago, and any grant from now on starts above it.
 	LeasePurgeable = `expires_at <> 0 AND expires_at <= {now} AND fence < ({now} - {age}) * 1000`
+	// LeaseHeldByOther returns a row while an owner other than {owner}
+	// holds {name} (LeaseHeldReader).
+	LeaseHeldByOther = `SELECT 1 FROM {t} WHERE lock_name = {name} AND owner <> {owner} AND (expires_at = 0 OR expires_at > {now})`
 	// LeaseGuardHeld returns the row while owner holds it; a guard adds
 	// its lock clause.
 	LeaseGuardHeld = `SELECT 1 FROM {t} WHERE ` + LeaseHeld

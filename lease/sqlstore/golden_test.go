@@ -38,6 +38,9 @@ func TestLeaseTableGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Add("create table app.leases", ddl)
+		if st.readsFirst {
+			addStmt(p, "acquire's read first (refused on a row, the acquire then not sent)", st.heldByOther)
+		}
 		addStmt(p, "acquire", st.acquire)
 		if st.tx != nil {
 			p.Add("acquire fence from", "transaction fence (the acquire above is not sent)")

@@ -98,6 +98,10 @@ func (s stmt) bind(v values) []any {
 // statements of those transactions (see tx.go).
 type statements struct {
 	acquire, release, refresh stmt
+	// heldByOther, where readsFirst is set, is read before the acquire,
+	// which is not sent when it returns a row (sqldriver.LeaseHeldReader).
+	heldByOther stmt
+	readsFirst  bool
 	// purge deletes up to PurgeBatch purgeable rows (in a transaction
 	// where tx is set); where purgePick is set (picks), the rows that
 	// purgePick, a read without row locks, returned (purge.list), at
@@ -131,6 +135,9 @@ func render(d dialects.Dialect, table string) (statements, error) {
 		acquireReply: lt.AcquireReply(),
 		updateReply:  lt.UpdateReply(),
 		retries:      lt.RetriesConflicts(),
+	}
+	if hr, ok := lt.(sqldriver.LeaseHeldReader); ok {
+		st.heldByOther, st.readsFirst = renderOne(dr, table, hr.HeldByOther()), true
 	}
 	if pp, ok := lt.(sqldriver.LeasePurgePicker); ok {
 		pick, most := pp.PurgePick()

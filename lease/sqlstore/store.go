@@ -13,12 +13,14 @@
 // Each operation is one statement that commits at once: Acquire takes a row
 // that is free, expired or already the caller's and bumps and returns the
 // fencing counter (on PostgreSQL a guarded UPDATE and an INSERT ... ON
-// CONFLICT DO NOTHING in one statement, on SQLite one upsert, on MySQL and
+// CONFLICT DO NOTHING in one statement, on SQLite one upsert after a read
+// that refuses a name another owner holds without it, on MySQL and
 // MariaDB an INSERT ... ON DUPLICATE KEY UPDATE whose assignments only
 // change a row the caller may take, on SQL Server and Oracle a MERGE). An acquire retried by the same owner
 // (its first reply lost) gets the same fence back; an acquire that is
-// refused changes nothing, and on PostgreSQL is read only, so that waiters
-// polling a held name do not slow its holder down.
+// refused changes nothing, and on PostgreSQL and SQLite is read only, so
+// that waiters polling a held name do not slow its holder down (on SQLite,
+// do not take the database's write lock).
 //
 // Fences are large numbers: every grant hands out max(the name's previous
 // fence + 1, the database clock in ms times 1000), so that the row of a
@@ -273,7 +275,8 @@ func (s *Store) usable() error {
 // its lease has not expired (a retry whose first reply was lost), Acquire
 // returns ok with the same fence and sets the expiry to ttl from now. A
 // refused Acquire changes nothing; on PostgreSQL it is a read-only
-// statement.
+// statement, and on SQLite a read before the write, which is then not
+// sent (so a refusal takes no write lock).
 func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (int64, bool, error) {
 	v, err := s.values(ctx, name, owner, ttl)
 	if err != nil {
@@ -301,6 +304,11 @@ func (s *Store) Acquire(ctx context.Context, name, owner string, ttl time.Durati
 func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
 	if s.stmts.tx != nil {
 		return s.txAcquire(ctx, v, fence)
+	}
+	if s.stmts.readsFirst {
+		if held, err := s.heldByOther(ctx, v); held || err != nil {
+			return err
+		}
 	}
 	st := s.stmts.acquire
 	switch s.stmts.acquireReply {
@@ -430,6 +438,22 @@ func millis(ttl time.Duration) int64 {
 		ms++
 	}
 	return ms
+}
+
+// heldByOther reports whether another owner holds v.name, by a read
+// (sqldriver.LeaseHeldReader).
+func (s *Store) heldByOther(ctx context.Context, v values) (bool, error) {
+	st := s.stmts.heldByOther
+	begin := time.Now()
+	args := st.bind(v)
+	var one int
+	err := s.pool.QueryRowContext(ctx, st.SQL, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		s.trace(ctx, begin, st.SQL, args, 0, nil)
+		return false, nil
+	}
+	s.trace(ctx, begin, st.SQL, args, 1, err)
+	return err == nil, err
 }
 
 func (s *Store) exec(ctx context.Context, query string, args []any) (sql.Result, error) {

@@ -70,7 +70,7 @@ func BenchmarkRedisFloor(b *testing.B) {
 // lockplugin/upsert. BenchmarkRefusal measures the two one after the
 // other, and with 16 workers.
 func BenchmarkRefusalFloor(b *testing.B) {
-	for _, kind := range []string{testdb.MySQL, testdb.Postgres} {
+	for _, kind := range []string{testdb.MySQL, testdb.Postgres, testdb.SQLite} {
 		b.Run(kind, func(b *testing.B) {
 			db, pool := countedDB(b, kind)
 			tableStore(b, db) // skips where refused

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockplugin/lockplugin/internal/drivers"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,6 +141,47 @@ func TestTableStoreRefusalIsReadOnly(t *testing.T) {
 	t.Logf("table store: %d of 20 refusals wrote to the row", got)
 	want(t, got == 0, "%d of 20 refusals wrote to the row", got)
 	_, _ = s.Release(ctx, name, "holder")
+}
+
+// TestTableStoreRefusalTakesNoWriteLockSQLite: while another connection
+// holds SQLite's write lock (a transaction begun IMMEDIATE that has
+// written), a refused acquire answers "held" at once: it reads first and
+// sends no write. The baseline, the upsert the store sent before, waits
+// for the write lock like any writer, and fails when the busy timeout
+// (300 ms here) runs out. Both on a pool of their own on the shared file.
+func TestTableStoreRefusalTakesNoWriteLockSQLite(t *testing.T) {
+	ctx := context.Background()
+	tg := testdb.Open(t, testdb.SQLite, func(dsn string) string {
+		return strings.Replace(dsn, "busy_timeout(20000)", "busy_timeout(300)", 1)
+	})
+	s := tableStore(t, tg.DB)
+	old := upsertStoreOn(t, tg.DB, tg.SQL)
+	name := uniqueName(t)
+	_, ok, err := s.Acquire(ctx, name, "holder", time.Minute)
+	noErr(t, err)
+	want(t, ok, "a free lease was refused")
+	defer func() { _, _ = s.Release(ctx, name, "holder") }()
+
+	tx, err := tg.SQL.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	noErr(t, err)
+	_, err = tx.Exec(`UPDATE `+drivers.For(tg.Dialect).QuoteIdent(table)+` SET fence = fence WHERE lock_name = ?`, name+"-none")
+	noErr(t, err, "taking the write lock")
+	defer func() { _ = tx.Rollback() }()
+
+	refuse := func(round string) {
+		for i := range 10 {
+			_, ok, err := s.Acquire(ctx, name, fmt.Sprintf("stranger-%d", i), 10*time.Second)
+			noErr(t, err, round, ": a refusal while another connection holds the write lock")
+			want(t, !ok, "a stranger got a held lease")
+		}
+	}
+	refuse("before the baseline")
+	for i := range 3 {
+		_, ok, err := old.Acquire(ctx, name, fmt.Sprintf("stranger-%d", i), 10*time.Second)
+		want(t, err != nil && !ok, "baseline %d: a refusal under another writer's lock answered %v, %v; want it to wait for the lock and fail", i, ok, err)
+		t.Logf("baseline (upsert) %d under another writer's lock: %v", i, err)
+	}
+	refuse("after the baseline")
 }
 
 // TestTableStoreConcurrentNew: 6 goroutines on separate connections run
