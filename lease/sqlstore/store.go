@@ -10,7 +10,8 @@
 //	m := lease.NewManager(store)
 //	_ = m
 //
-// Each operation is one statement that commits at once: Acquire takes a row
+// Each operation is one statement that commits at once (but SQLite's
+// Acquire, which reads first: see below): Acquire takes a row
 // that is free, expired or already the caller's and bumps and returns the
 // fencing counter (on PostgreSQL a guarded UPDATE and an INSERT ... ON
 // CONFLICT DO NOTHING in one statement, on SQLite one upsert after a read
