@@ -74,13 +74,17 @@ func TestListenManyWaitedNames(t *testing.T) {
 		}
 		// Every waiter was refused and began to wait; its LISTEN has run
 		// once the waiting process's statements stop growing.
-		for entered.Load() < int64(n) {
+		settle := time.Now().Add(time.Minute)
+		for entered.Load() < int64(n) && failed.Load() == 0 {
+			if time.Now().After(settle) {
+				t.Fatalf("%d names: %d of %d waiters began to wait within a minute", n, entered.Load(), n)
+			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		for prev := int64(-1); ; {
 			time.Sleep(300 * time.Millisecond)
 			cur := e.n.Load()
-			if cur == prev {
+			if cur == prev || time.Now().After(settle) {
 				break
 			}
 			prev = cur
