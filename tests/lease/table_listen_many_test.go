@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockplugin/lockplugin/lease"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
+	"github.com/lockplugin/lockplugin/lease/sqlstore/pgnotify"
 )
 
 // TestListenManyWaitedNames: one process whose waiters wait on many
@@ -18,9 +19,10 @@ import (
 // connection listens on a channel per name (PostgreSQL keeps a backend's
 // channels in a list, which each LISTEN and each delivered notification
 // walks). The holders then release every name, one after the other, and
-// each waiter must get its own name from the release's notification:
-// PollInterval is a minute and the wait 45 s, so a waiter whose
-// notification is lost or late fails the test instead of polling. At
+// each waiter must get its own name, and the waiting process must have
+// read a notification for each (PollInterval is a minute; a notification
+// lost would leave its waiter to the store's own check, at most 5 s
+// later, which the reported lag would show). At
 // 50, 500 and 2,000 names it reports the time per release (a notifying
 // commit, one at a time), how long after the last release the last
 // waiter got its name, and the statements per name; the pool takes at
@@ -32,7 +34,15 @@ func TestListenManyWaitedNames(t *testing.T) {
 	sizes := []int{50, 500, 2000}
 	e := newListenEnv(t)
 	e.sql.SetMaxOpenConns(8)
-	waiting := e.store(t, true)
+	var received atomic.Int64 // notifications the waiting store's connection read
+	waiting, err := sqlstore.New(e.db, sqlstore.Table(e.table), sqlstore.Retention(-1), sqlstore.Listen(func(ctx context.Context, dc any) (string, string, error) {
+		ch, payload, err := pgnotify.Receive(ctx, dc)
+		if err == nil {
+			received.Add(1)
+		}
+		return ch, payload, err
+	}))
+	noErr(t, err)
 	holding := e.store(t, true) // a release announces itself only with Listen; it never waits, so it LISTENs on nothing
 	var entered atomic.Int64    // waits begun (WaitFree called)
 	waiters := lease.NewManager(enteringWaiter{waiting, &entered}, lease.PollInterval(time.Minute))
@@ -89,7 +99,7 @@ func TestListenManyWaitedNames(t *testing.T) {
 			}
 			prev = cur
 		}
-		before := e.n.Load()
+		before, heard := e.n.Load(), received.Load()
 		start := time.Now()
 		for _, l := range held {
 			noErr(t, l.Release(ctx), "a holder's release")
@@ -99,6 +109,9 @@ func TestListenManyWaitedNames(t *testing.T) {
 		stmts := e.n.Load() - before
 		if got.Load() != int64(n) {
 			t.Fatalf("%d names: %d waiters got their name, %d failed", n, got.Load(), failed.Load())
+		}
+		if h := received.Load() - heard; h < int64(n) {
+			t.Errorf("%d names: the waiting process read %d notifications, want one per name at least", n, h)
 		}
 		lag := time.Duration(last.Load() - start.Add(released).UnixNano())
 		t.Logf("%5d names waited on by one process: released one after the other in %v (%.0f µs each), the last grant %v after the last release; %.1f statements per name (its release included)",
