@@ -109,6 +109,27 @@ func IsDuplicateKey(err error) bool {
 	return false
 }
 
+// IsUndefinedTable reports whether err says that a table the statement
+// names does not exist (PostgreSQL 42P01; MySQL, MariaDB and TiDB 1146;
+// SQL Server 208, "Invalid object name"; Oracle ORA-00942; SQLite's
+// "no such table", a plain SQLITE_ERROR told apart by its message).
+func IsUndefinedTable(err error) bool {
+	c := codeOf(err)
+	switch c.family {
+	case Postgres:
+		return c.state == "42P01"
+	case MySQL:
+		return c.number == 1146
+	case SQLServer:
+		return c.number == 208
+	case Oracle:
+		return c.number == 942
+	case SQLite:
+		return c.number&0xff == 1 && strings.Contains(err.Error(), "no such table")
+	}
+	return false
+}
+
 // IsRetryable reports whether err is a transient concurrency failure after
 // which the whole transaction may simply be run again: a deadlock victim or
 // a serialization failure (PostgreSQL 40001, 40P01; MySQL/MariaDB 1213,

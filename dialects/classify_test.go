@@ -106,3 +106,28 @@ func TestWrapLockNotAvailable(t *testing.T) {
 		t.Fatal("a wrapped error is still a lock-not-available error")
 	}
 }
+
+// TestIsUndefinedTable: each database's "no such table", and near misses
+// (a missing column, a duplicate key). MySQL's and SQLite's real errors
+// are classified against their servers in cmd/lockcheck's doctor tests
+// (a lease table that does not exist is no finding there).
+func TestIsUndefinedTable(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"plain", errors.New("no such table: t"), false},
+		{"pg 42P01", fmt.Errorf("count: %w", &pgError{"42P01"}), true},
+		{"pg 42703 (column)", &pgError{"42703"}, false},
+		{"mssql 208", msError{208}, true},
+		{"mssql 207 (column)", msError{207}, false},
+		{"ora message 942", errors.New("ORA-00942: table or view does not exist"), true},
+		{"go-ora 904 (column)", &goOraError{ErrCode: 904, ErrMsg: "invalid identifier"}, false},
+	} {
+		if got := dialects.IsUndefinedTable(c.err); got != c.want {
+			t.Errorf("%s: IsUndefinedTable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

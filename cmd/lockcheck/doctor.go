@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/postgres"
 
+	"github.com/lockplugin/lockplugin/dialects"
 	"github.com/lockplugin/lockplugin/lease/sqlstore"
 )
 
@@ -385,7 +386,7 @@ func staleLeases(ctx context.Context, db *sql.DB, kind, table string) (*finding,
 	// The name is validated above; a missing table is no finding.
 	q := "SELECT COUNT(*) FROM " + table + " WHERE expires_at = 0"
 	err := db.QueryRowContext(ctx, q).Scan(&n)
-	if err != nil && !missingTable(err) {
+	if err != nil && !dialects.IsUndefinedTable(err) {
 		return uncheckedFinding("lease-no-expiry", "leases without expiry", table, err, q), nil
 	}
 	if err != nil || n == 0 {

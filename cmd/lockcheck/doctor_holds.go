@@ -35,7 +35,7 @@ func expiredHolds(ctx context.Context, db *sql.DB, kind string) (*finding, error
 	q := boundedCount(kind, holds.DefaultTable, fmt.Sprintf("released_at < %s OR (released_at IS NULL AND expires_at < %s)", cut, cut), holdsBacklog+1)
 	var n int64
 	err := db.QueryRowContext(ctx, q).Scan(&n)
-	if err != nil && !missingTable(err) {
+	if err != nil && !dialects.IsUndefinedTable(err) {
 		return uncheckedFinding("holds-backlog", "a backlog of ended holds", holds.DefaultTable, err, q), nil
 	}
 	if err != nil || n <= holdsBacklog {

@@ -47,7 +47,7 @@ func leaseBacklogFinding(ctx context.Context, db *sql.DB, kind, table string) *f
 	q := boundedCount(kind, table, purgeable, leaseBacklog+1)
 	var n int64
 	err := db.QueryRowContext(ctx, q).Scan(&n)
-	if err != nil && !missingTable(err) {
+	if err != nil && !dialects.IsUndefinedTable(err) {
 		return uncheckedFinding("lease-backlog", "a backlog of leases to purge", table, err, q)
 	}
 	if err != nil || n <= leaseBacklog {
