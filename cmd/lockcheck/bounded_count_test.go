@@ -10,10 +10,10 @@ import "testing"
 // TestDoctorLeaseBacklog.
 func TestBoundedCountSQL(t *testing.T) {
 	for _, c := range []struct{ kind, want string }{
-		{"sqlserver", "SELECT COUNT(*) FROM (SELECT TOP (101) 1 AS one FROM t WHERE a < 1) AS counted"},
-		{"postgres", "SELECT COUNT(*) FROM (SELECT 1 AS one FROM t WHERE a < 1 LIMIT 101) AS counted"},
-		{"mysql", "SELECT COUNT(*) FROM (SELECT 1 AS one FROM t WHERE a < 1 LIMIT 101) AS counted"},
-		{"sqlite", "SELECT COUNT(*) FROM (SELECT 1 AS one FROM t WHERE a < 1 LIMIT 101) AS counted"},
+		{"sqlserver", "SELECT COUNT(*) FROM (SELECT TOP (101) 1 AS one FROM t WHERE a < 1) counted"},
+		{"postgres", "SELECT COUNT(*) FROM (SELECT 1 AS one FROM t WHERE a < 1 LIMIT 101) counted"},
+		{"mysql", "SELECT COUNT(*) FROM (SELECT 1 AS one FROM t WHERE a < 1 LIMIT 101) counted"},
+		{"sqlite", "SELECT COUNT(*) FROM (SELECT 1 AS one FROM t WHERE a < 1 LIMIT 101) counted"},
 	} {
 		if got := boundedCount(c.kind, "t", "a < 1", 101); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.kind, got, c.want)

@@ -25,6 +25,7 @@ func TestPhrasingGolden(t *testing.T) {
 		p.Add("identifier with a quote", dr.QuoteIdent("a\"b`c]d"))
 		p.Add("schema-qualified table", dr.QuoteTable("billing.holds"))
 		p.Add("clock in epoch milliseconds", dr.NowMillis())
+		p.Add("first 100 rows", dr.SelectFirst("a", "t", "b < 1", 100))
 		for _, f := range lockFeatures {
 			p.Add("lock "+string(f), dr.LockSQL(f))
 			p.Add("lock clause "+string(f), dr.LockClauseSQL(f))

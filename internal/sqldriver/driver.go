@@ -73,6 +73,10 @@ type Phrasing interface {
 	// milliseconds since the Unix epoch, as an integer: expiry is judged by
 	// the database's clock, which every application server shares.
 	NowMillis() string
+	// SelectFirst is SELECT cols FROM from WHERE where, stopped after n
+	// rows (LIMIT; TOP (n) on SQL Server, FETCH FIRST on Oracle), for a
+	// bounded read such as a count capped at n.
+	SelectFirst(cols, from, where string, n int) string
 
 	// LockSQL is how the database phrases a row-lock feature (clause
 	// keywords, or SQL Server's table hint); "" when it does not support f.

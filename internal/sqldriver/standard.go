@@ -1,6 +1,10 @@
 package sqldriver
 
-import "github.com/lockplugin/lockplugin/dialects"
+import (
+	"strconv"
+
+	"github.com/lockplugin/lockplugin/dialects"
+)
 
 // Standard is the phrasing a database shares with the SQL standard: double
 // quotes, the row-lock features' own keywords, a plain read of the latest
@@ -33,6 +37,11 @@ func (s Standard) LockSQL(f dialects.Feature) string {
 
 // LockClauseSQL is LockSQL.
 func (s Standard) LockClauseSQL(f dialects.Feature) string { return s.LockSQL(f) }
+
+// SelectFirst is SELECT ... LIMIT n.
+func (Standard) SelectFirst(cols, from, where string, n int) string {
+	return "SELECT " + cols + " FROM " + from + " WHERE " + where + " LIMIT " + strconv.Itoa(n)
+}
 
 // LatestRead is "": a plain read at READ COMMITTED sees the latest commit.
 func (Standard) LatestRead() string { return "" }

@@ -5,6 +5,7 @@
 package mysql
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/lockplugin/lockplugin/dialects"
@@ -62,6 +63,11 @@ func (m *Driver) QuoteTable(name string) string {
 // (that could otherwise jump an hour at a daylight-saving change).
 func (*Driver) NowMillis() string {
 	return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+}
+
+// SelectFirst is SELECT ... LIMIT n.
+func (*Driver) SelectFirst(cols, from, where string, n int) string {
+	return "SELECT " + cols + " FROM " + from + " WHERE " + where + " LIMIT " + strconv.Itoa(n)
 }
 
 // LockSQL is the feature's own keywords; a shared lock is LOCK IN SHARE

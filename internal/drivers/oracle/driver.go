@@ -41,6 +41,12 @@ func (p *Driver) QuoteTable(name string) string {
 	})
 }
 
+// SelectFirst is SELECT ... FETCH FIRST n ROWS ONLY (Oracle 12c; no
+// LIMIT).
+func (*Driver) SelectFirst(cols, from, where string, n int) string {
+	return "SELECT " + cols + " FROM " + from + " WHERE " + where + " FETCH FIRST " + strconv.Itoa(n) + " ROWS ONLY"
+}
+
 // NowMillis is whole days and the time of day of the UTC interval since
 // the epoch: CAST(... AS DATE) would round to the second.
 func (*Driver) NowMillis() string {

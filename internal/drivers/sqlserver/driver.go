@@ -37,6 +37,11 @@ func (p *Driver) QuoteTable(name string) string { return sqldriver.QuoteParts(na
 // NowMillis reads SYSUTCDATETIME().
 func (*Driver) NowMillis() string { return "DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())" }
 
+// SelectFirst is SELECT TOP (n) ...: T-SQL has no LIMIT.
+func (*Driver) SelectFirst(cols, from, where string, n int) string {
+	return "SELECT TOP (" + strconv.Itoa(n) + ") " + cols + " FROM " + from + " WHERE " + where
+}
+
 // LockSQL is the table hint of a feature. ForUpdate is the update lock
 // (U): it conflicts with other U and X locks, so readers that all take it
 // (holds' resource row) run one at a time. Lock clauses use LockClauseSQL,
