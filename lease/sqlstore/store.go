@@ -327,14 +327,25 @@ func (s *Store) acquire(ctx context.Context, v values, fence *int64) error {
 		_, err := s.exec(ctx, st.SQL, st.bind(v))
 		return err
 	}
+	_, err := s.queryRow(ctx, st, v, fence) // no row: refused, nothing inserted
+	return err
+}
+
+// queryRow runs st and scans its one row into dest, reporting whether
+// there was one (no row is no error), and traces it.
+func (s *Store) queryRow(ctx context.Context, st stmt, v values, dest any) (bool, error) {
 	begin := time.Now()
 	args := st.bind(v)
-	err := s.pool.QueryRowContext(ctx, st.SQL, args...).Scan(fence)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = nil // refused: no row the caller may take, and none inserted
+	err := s.pool.QueryRowContext(ctx, st.SQL, args...).Scan(dest)
+	var rows int64
+	switch {
+	case err == nil:
+		rows = 1
+	case errors.Is(err, sql.ErrNoRows):
+		err = nil
 	}
-	s.trace(ctx, begin, st.SQL, args, min(*fence, 1), err)
-	return err
+	s.trace(ctx, begin, st.SQL, args, rows, err)
+	return rows == 1, err
 }
 
 // Release frees name if owner holds it. The row stays until the retention
@@ -444,17 +455,8 @@ func millis(ttl time.Duration) int64 {
 // heldByOther reports whether another owner holds v.name, by a read
 // (sqldriver.LeaseHeldReader).
 func (s *Store) heldByOther(ctx context.Context, v values) (bool, error) {
-	st := s.stmts.heldByOther
-	begin := time.Now()
-	args := st.bind(v)
 	var one int
-	err := s.pool.QueryRowContext(ctx, st.SQL, args...).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		s.trace(ctx, begin, st.SQL, args, 0, nil)
-		return false, nil
-	}
-	s.trace(ctx, begin, st.SQL, args, 1, err)
-	return err == nil, err
+	return s.queryRow(ctx, s.stmts.heldByOther, v, &one)
 }
 
 func (s *Store) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
