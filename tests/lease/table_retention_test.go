@@ -277,7 +277,9 @@ func TestTableRetentionUnderLoad(t *testing.T) {
 // still held without expiry, every 10th with an old counter fence), then
 // Purge(0): what remains is the held ones. Then the automatic retention:
 // 2000 more released rows, a store with Retention(1 ms), one Acquire: its
-// background batch removes PurgeBatch of them.
+// background batch removes PurgeBatch of them. Before the purge, acquires
+// on the seeded table: a held name is refused, a released one granted
+// above its old fence.
 func TestTableRetentionBounded(t *testing.T) {
 	const names, liveEvery = 100_000, 1000
 	testdb.Each(t, func(t *testing.T, tg *testdb.Target) {
@@ -317,6 +319,23 @@ func TestTableRetentionBounded(t *testing.T) {
 		seed("order-", 0, names, true)
 		seeded := time.Since(begin)
 		live := int64(names / liveEvery)
+		// The acquire on the lived-in table: a stranger is refused a name
+		// held since before (on SQLite by the read first, which sends no
+		// write), and granted a released one above its old fence.
+		const refusals = 100
+		begin = time.Now()
+		for range refusals {
+			_, ok, err := s.Acquire(ctx, "order-0", "stranger", time.Minute)
+			noErr(t, err)
+			want(t, !ok, "a stranger got order-0, held since before")
+		}
+		refused := time.Since(begin) / refusals
+		f, ok, err := s.Acquire(ctx, "order-1", "stranger", time.Minute)
+		noErr(t, err)
+		want(t, ok && f > old+1, "order-1, released: granted %v with fence %d, want above its old %d", ok, f, old+1)
+		_, err = s.Release(ctx, "order-1", "stranger")
+		noErr(t, err)
+		t.Logf("%s: with %d rows, a refused acquire took %v", tg.Dialect, names, refused.Round(time.Microsecond))
 		before := count("")
 		begin = time.Now()
 		n, err := s.Purge(ctx, 0)
@@ -335,7 +354,7 @@ func TestTableRetentionBounded(t *testing.T) {
 		seed("auto-", 0, 2000, false)
 		auto, err := sqlstore.New(tg.DB, sqlstore.Table(strings.Trim(q, "\"`[]")), sqlstore.Retention(time.Millisecond))
 		noErr(t, err)
-		_, ok, err := auto.Acquire(ctx, "auto-trigger", "o", time.Minute)
+		_, ok, err = auto.Acquire(ctx, "auto-trigger", "o", time.Minute)
 		noErr(t, err)
 		want(t, ok, "not acquired")
 		deadline := time.Now().Add(30 * time.Second)
