@@ -122,7 +122,9 @@ type LeasePurgePicker interface {
 // database's write lock, and compiles many times slower than a read
 // (modernc.org/sqlite prepares every statement anew). The acquire still
 // decides alone: a name freed after the read is granted by it, and one
-// taken after the read is refused by it.
+// taken after the read is refused by it (the conformance suite's
+// ConcurrentAcquire and ExpiredTakenOver run both races on SQLite:
+// tests/lease TestConformance/table/sqlite).
 type LeaseHeldReader interface {
 	LeaseTable
 	HeldByOther() string
