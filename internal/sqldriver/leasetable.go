@@ -186,8 +186,14 @@ const (
 // max(fence + 1, {now} * 1000), as a CASE, which every database reads
 // alike (SQL Server before 2022 has no GREATEST). Strictly above the fence
 // before, and never below the clock floor.
-func LeaseNextFence(fence string) string {
-	return `CASE WHEN ` + fence + ` + 1 > {now} * 1000 THEN ` + fence + ` + 1 ELSE {now} * 1000 END`
+func LeaseNextFence(fence string) string { return LeaseNextFenceAbove(fence, LeaseFirstFence) }
+
+// LeaseNextFenceAbove is LeaseNextFence with the clock floor read from
+// floor, an expression equal to LeaseFirstFence that the statement has
+// already computed (SQLite's excluded.fence: the row it would have
+// inserted).
+func LeaseNextFenceAbove(fence, floor string) string {
+	return `CASE WHEN ` + fence + ` + 1 > ` + floor + ` THEN ` + fence + ` + 1 ELSE ` + floor + ` END`
 }
 
 // LeaseGuardLock is the lock clause of a guard's locking read: a shared

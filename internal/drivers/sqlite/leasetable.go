@@ -22,8 +22,8 @@ type leaseTable struct{}
 // clause held four of them.
 var sqliteAcquire = `INSERT INTO {t} AS l (lock_name, owner, expires_at, fence) VALUES ({name}, {owner}, {exp}, ` + sqldriver.LeaseFirstFence + `) ` +
 	`ON CONFLICT (lock_name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, ` +
-	`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > ` + sqliteNow + `) THEN l.fence ` +
-	`WHEN l.fence + 1 > excluded.fence THEN l.fence + 1 ELSE excluded.fence END ` +
+	`fence = CASE WHEN l.owner = excluded.owner AND (l.expires_at = 0 OR l.expires_at > ` + sqliteNow + `) THEN l.fence ELSE ` +
+	sqldriver.LeaseNextFenceAbove("l.fence", "excluded.fence") + ` END ` +
 	`WHERE l.owner = excluded.owner OR (l.expires_at <> 0 AND l.expires_at <= ` + sqliteNow + `) RETURNING fence`
 
 // sqliteNow is {now} inside the update: the first fence is the clock in
